@@ -1,0 +1,19 @@
+"""robustclust: clustering that names its outliers in one pass.
+
+Implements robust K-means (hard, soft, weighted) with outlier-sparsity
+regularization, after Forero, Kekatos and Giannakis, "Robust Clustering Using
+Outlier-Sparsity Regularization", IEEE Trans. Signal Processing, 2012.
+"""
+
+from ._kmeans import OutlierCountWarning, RobustKMeans
+from ._path import RegularizationPath, regularization_path
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OutlierCountWarning",
+    "RegularizationPath",
+    "RobustKMeans",
+    "regularization_path",
+    "__version__",
+]

@@ -1,0 +1,401 @@
+"""Block coordinate descent for robust (soft) K-means, Algorithm 1 of the paper.
+
+The three block updates are pure functions of arrays:
+
+* ``centre_step``     eq. (9): a weighted sum over points (a reduction);
+* ``outlier_step``    eqs. (11)-(12): one prox per point (a map), delegated to
+                      the penalty objects of :mod:`robustclust._penalties`;
+* ``membership_step`` eq. (14) for q > 1, eq. (15) for q = 1 (a map).
+
+``RKMSolver`` strings them together.  One iteration costs one product
+``X @ M.T`` (N x C), O(N C) elementwise work and O(k C p) for the k current
+outliers, so it is of the same order as one Lloyd iteration of K-means.  The
+outlier matrix O is kept as (row indices, dense rows) so that its memory grows
+with the number of outliers, not with N p.
+"""
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms, safe_sparse_dot
+
+_EMPTY_INDEX = np.empty(0, dtype=np.intp)
+
+
+@dataclass
+class State:
+    """One iterate (M, O, U) of the BCD, with its bookkeeping."""
+
+    centers: np.ndarray  # (C, p)
+    labels: np.ndarray  # (N,) nearest/most-likely cluster (ignores outlier flags)
+    memberships: np.ndarray | None  # (N, C) fuzzy U for q > 1, None for q = 1
+    outlier_index: np.ndarray  # (k,) sorted indices of points with o_n != 0
+    outlier_vectors: np.ndarray  # (k, p) the nonzero rows of O
+    point_costs: np.ndarray  # (N,) each point's term of eq. (6), with penalty
+    objective: float
+    history: list = field(default_factory=list)
+    n_iter: int = 0
+    converged: bool = False
+
+    @property
+    def n_outliers(self):
+        return len(self.outlier_index)
+
+
+def dense_rows(X, index):
+    """Rows ``index`` of X as a dense array (X dense or CSR)."""
+    if sp.issparse(X):
+        return X[index].toarray()
+    return X[index]
+
+
+def fuzzy_memberships(costs, q):
+    """Minimizer of sum_c u_c^q costs_c over the simplex, row by row (eq. (14)).
+
+    Written as ``u_c = r_c^a / sum r^a`` with ``r_c = min(costs) / costs_c`` and
+    ``a = 1 / (q - 1)`` so that nothing overflows as q -> 1+ (the result tends
+    to the hard rule of eq. (15)); a row with a zero cost shares its mass
+    between its zero-cost clusters.
+    """
+    costs = np.asarray(costs, dtype=np.float64)
+    cmin = costs.min(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(cmin > 0, cmin / costs, (costs == 0).astype(np.float64))
+    u = ratio ** (1.0 / (q - 1.0))
+    u /= u.sum(axis=1, keepdims=True)
+    return u
+
+
+def centre_step(X, sample_weight, labels, memberships, q, index, vals, n_clusters):
+    """Weighted means of x_n - o_n, eq. (9). Returns (sums, weights) per cluster.
+
+    The caller divides; clusters with zero weight are the caller's to reseed.
+    """
+    if memberships is None:
+        n = X.shape[0]
+        indicator = sp.csr_matrix(
+            (sample_weight, (labels, np.arange(n))), shape=(n_clusters, n)
+        )
+        sums = np.asarray(safe_sparse_dot(indicator, X, dense_output=True))
+        weights = np.bincount(labels, weights=sample_weight, minlength=n_clusters)
+        if len(index):
+            np.add.at(sums, labels[index], -(sample_weight[index, None] * vals))
+    else:
+        wq = memberships**q * sample_weight[:, None]
+        sums = np.asarray(safe_sparse_dot(X.T, wq, dense_output=True)).T
+        weights = wq.sum(axis=0)
+        if len(index):
+            sums -= wq[index].T @ vals
+    return sums.astype(X.dtype, copy=False), weights
+
+
+def residual_rows(X, centers, labels, norm_weights, index):
+    """Residuals r_n of eq. (12) for the points ``index``, as dense rows."""
+    xr = dense_rows(X, index)
+    if norm_weights is None:
+        return xr - centers[labels[index]]
+    return xr - norm_weights[index] @ centers
+
+
+class RKMSolver:
+    """Runs Algorithm 1 on fixed data for any lam, warm-started from any state.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    sample_weight : ndarray of shape (n_samples,)
+    n_clusters, q, max_iter, tol, verbose : see :class:`RobustKMeans`.
+    penalty : GroupPenalty or ElementwisePenalty, the convex penalty.
+    log_penalty : same class with ``weighted=True``, used by weighted runs.
+    """
+
+    chunk_rows = 4096
+
+    def __init__(self, X, sample_weight, n_clusters, q, penalty, log_penalty,
+                 max_iter, tol, verbose=0):
+        self.X = X
+        self.sample_weight = sample_weight
+        self.n_clusters = n_clusters
+        self.q = float(q)
+        self.hard = self.q == 1.0
+        self.penalty = penalty
+        self.log_penalty = log_penalty
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.sq_norms = row_norms(X, squared=True).astype(np.float64)
+        self.n_samples, self.n_features = X.shape
+
+    # -- pieces of one iteration -------------------------------------------------
+    def _products(self, centers):
+        """Cross products G = X M^T and the squared centre norms."""
+        G = np.asarray(safe_sparse_dot(self.X, centers.T, dense_output=True))
+        mm = row_norms(centers, squared=True)
+        return G, mm
+
+    def _norm_weights(self, memberships):
+        if memberships is None:
+            return None
+        wq = memberships**self.q
+        return wq / wq.sum(axis=1, keepdims=True)
+
+    def _residual_sq_norms(self, G, mm, centers, labels, norm_weights):
+        """||r_n||^2 for all points from G, without forming R."""
+        if norm_weights is None:
+            rows = np.arange(self.n_samples)
+            r2 = self.sq_norms + mm[labels] - 2.0 * G[rows, labels]
+        else:
+            cross = np.einsum("nc,nc->n", norm_weights, G, dtype=np.float64)
+            quad = np.einsum("nc,nc->n", norm_weights @ (centers @ centers.T),
+                             norm_weights, dtype=np.float64)
+            r2 = self.sq_norms - 2.0 * cross + quad
+        return np.maximum(r2, 0.0)
+
+    def outlier_step(self, lam, penalty, G, mm, centers, labels, norm_weights,
+                     prev_index, prev_vals):
+        """O-step, eqs. (11)-(12) (group) or entry-wise soft thresholding."""
+        X = self.X
+        if penalty.name == "group":
+            tau = penalty.thresholds(lam, self.n_samples, prev_index, prev_vals, X.dtype)
+            r2 = self._residual_sq_norms(G, mm, centers, labels, norm_weights)
+            cand = penalty.candidates(r2, tau)
+            R = residual_rows(X, centers, labels, norm_weights, cand)
+            vals = penalty.prox(R, tau[cand])
+        else:
+            lookup = np.full(self.n_samples, -1, dtype=np.intp)
+            lookup[prev_index] = np.arange(len(prev_index))
+            idx_parts, val_parts = [], []
+            for start in range(0, self.n_samples, self.chunk_rows):
+                rows = np.arange(start, min(start + self.chunk_rows, self.n_samples))
+                R = residual_rows(X, centers, labels, norm_weights, rows)
+                tau = penalty.entry_thresholds(lam, rows, lookup, prev_vals)
+                O = penalty.prox(R, tau)
+                keep = np.flatnonzero(np.any(O != 0, axis=1))
+                idx_parts.append(rows[keep])
+                val_parts.append(O[keep])
+            cand = np.concatenate(idx_parts)
+            vals = np.concatenate(val_parts) if val_parts else np.empty((0, self.n_features))
+        keep = np.any(vals != 0, axis=1)
+        return cand[keep].astype(np.intp), vals[keep].astype(X.dtype, copy=False)
+
+    def membership_step(self, lam, penalty, centers, G, mm, index, vals):
+        """U-step, eq. (14) (q > 1) or eq. (15) (q = 1), with the current O.
+
+        Overwrites ``G``. Returns (labels, memberships, point_costs).
+        """
+        G *= -2.0
+        G += mm  # G now holds ||m_c||^2 - 2 x_n^T m_c
+        pen = np.zeros(0)
+        if len(index):
+            Y = dense_rows(self.X, index) - vals
+            G[index] = (mm - 2.0 * (Y @ centers.T)
+                        + row_norms(Y, squared=True)[:, None]
+                        - self.sq_norms[index, None])
+            pen = lam * penalty.value(vals)
+        if self.hard:
+            labels = np.argmin(G, axis=1)
+            costs = np.maximum(G[np.arange(self.n_samples), labels] + self.sq_norms, 0.0)
+            costs[index] += pen
+            return labels, None, costs
+        D = G.astype(np.float64, copy=False)
+        D += self.sq_norms[:, None]
+        np.maximum(D, 0.0, out=D)
+        if len(index):
+            D[index] += pen[:, None]
+        U = fuzzy_memberships(D, self.q)
+        costs = np.einsum("nc,nc->n", U**self.q, D)
+        return np.argmax(U, axis=1), U, costs
+
+    def _reseed_empty(self, centers, weights, state):
+        """Move centres of empty clusters to the worst-fitting inliers.
+
+        As scikit-learn's K-means does, but outliers are never used as seeds.
+        A centre with no members does not enter the cost, so this cannot
+        increase it.
+        """
+        empty = np.flatnonzero(weights <= 0)
+        if len(empty) == 0:
+            return centers
+        if not self.hard:
+            return centers
+        costs = state.point_costs.copy()
+        costs[state.outlier_index] = -np.inf
+        far = np.argsort(-costs, kind="stable")[: len(empty)]
+        centers[empty] = dense_rows(self.X, far)
+        return centers
+
+    # -- whole runs -----------------------------------------------------------
+    def objective_of(self, costs):
+        return float(np.dot(self.sample_weight, costs))
+
+    def init_state(self, centers):
+        """State with O = 0 and the memberships that best fit ``centers``."""
+        centers = np.array(centers, dtype=self.X.dtype)
+        G, mm = self._products(centers)
+        labels, U, costs = self.membership_step(
+            np.inf, self.penalty, centers, G, mm, _EMPTY_INDEX, np.empty((0, self.n_features)))
+        obj = self.objective_of(costs)
+        return State(centers, labels, U, _EMPTY_INDEX,
+                     np.empty((0, self.n_features), dtype=self.X.dtype), costs, obj)
+
+    def run(self, state, lam, weighted=False):
+        """BCD iterations at ``lam`` from ``state`` until the stopping rule holds.
+
+        Stops when both ||M_t - M_{t-1}||_F <= tol ||M_t||_F (the paper's rule)
+        and ||O_t - O_{t-1}||_F <= tol max(||O_t||_F, ||M_t||_F): a run started
+        from a converged solution with a new penalty must let O settle too.
+        """
+        penalty = self.log_penalty if weighted else self.penalty
+        centers, labels, U = state.centers, state.labels, state.memberships
+        index, vals = state.outlier_index, state.outlier_vectors
+        history = []
+        converged = False
+        current = state
+        for it in range(1, self.max_iter + 1):
+            sums, weights = centre_step(self.X, self.sample_weight, labels, U,
+                                        self.q, index, vals, self.n_clusters)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                new_centers = np.where(weights[:, None] > 0,
+                                       sums / weights[:, None], centers).astype(self.X.dtype)
+            new_centers = self._reseed_empty(new_centers, weights, current)
+            G, mm = self._products(new_centers)
+            norm_weights = self._norm_weights(U)
+            new_index, new_vals = self.outlier_step(
+                lam, penalty, G, mm, new_centers, labels, norm_weights, index, vals)
+            labels, U, costs = self.membership_step(
+                lam, penalty, new_centers, G, mm, new_index, new_vals)
+            obj = self.objective_of(costs)
+            history.append(obj)
+            center_shift = np.linalg.norm(new_centers - centers)
+            outlier_shift = _outlier_shift(index, vals, new_index, new_vals)
+            centers, index, vals = new_centers, new_index, new_vals
+            current = State(centers, labels, U, index, vals, costs, obj)
+            if self.verbose:
+                print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
+            scale_m = np.linalg.norm(centers)
+            scale_o = max(np.linalg.norm(vals), scale_m)
+            if center_shift <= self.tol * scale_m and outlier_shift <= self.tol * scale_o:
+                converged = True
+                break
+        return replace(current, history=history, n_iter=it, converged=converged)
+
+    def residual_max(self, state):
+        """max_n ||r_n||_2 (group) or max_{n,j} |r_nj| (elementwise) at ``state``.
+
+        With O = 0 at a K-means fixed point this gives lam_max, the smallest lam
+        at which no point is flagged.
+        """
+        nw = self._norm_weights(state.memberships)
+        if self.penalty.name == "group":
+            G, mm = self._products(state.centers)
+            r2 = self._residual_sq_norms(G, mm, state.centers, state.labels, nw)
+            return float(np.sqrt(r2.max()))
+        best = 0.0
+        for start in range(0, self.n_samples, self.chunk_rows):
+            rows = np.arange(start, min(start + self.chunk_rows, self.n_samples))
+            R = residual_rows(self.X, state.centers, state.labels, nw, rows)
+            best = max(best, float(np.abs(R).max()))
+        return best
+
+    def _sq_dists(self, centers):
+        G, mm = self._products(centers)
+        return np.maximum(self.sq_norms[:, None] - 2.0 * G + mm, 0.0)
+
+    def nearest_sq_dists(self, centers):
+        """Squared distance of every point to its nearest centre."""
+        return self._sq_dists(centers).min(axis=1)
+
+    def clean_costs(self, centers):
+        """Each point's best cost without outlier term: min_u sum_c u^q ||x - m_c||^2."""
+        D = self._sq_dists(centers)
+        if self.hard:
+            return D.min(axis=1)
+        U = fuzzy_memberships(D, self.q)
+        return np.einsum("nc,nc->n", U**self.q, D)
+
+    def trimmed_cost(self, state, n_trim):
+        """The l0-constrained cost of eq. (3) at the state's centres.
+
+        For fixed centres, the best choice of at most ``n_trim`` outliers is the
+        points with the largest cost; they cost nothing. Comparable across
+        states whatever their own outlier counts.
+        """
+        costs = self.clean_costs(state.centers)
+        if n_trim > 0:
+            worst = np.argpartition(-costs, n_trim - 1)[:n_trim]
+            costs[worst] = 0.0
+        return self.objective_of(costs)
+
+
+def _outlier_shift(index_a, vals_a, index_b, vals_b):
+    """||O_a - O_b||_F for two sparse-row outlier matrices."""
+    union = np.union1d(index_a, index_b)
+    if len(union) == 0:
+        return 0.0
+    diff = np.zeros((len(union), vals_a.shape[1] if len(index_a) else vals_b.shape[1]))
+    diff[np.searchsorted(union, index_a)] += vals_a
+    diff[np.searchsorted(union, index_b)] -= vals_b
+    return float(np.linalg.norm(diff))
+
+
+def assign_points(X, centers, q, stages, max_iter=200):
+    """Memberships and outlier vectors of points against fixed centres.
+
+    The BCD of the fit with the centres held fixed, for each point on its
+    own: alternate the O-step and the U-step until both settle.  ``stages``
+    is a list of (lam, penalty) pairs run one after the other, each started
+    from the previous one's result, as in training: [(lam, group)] for RKM,
+    [(lam_unweighted, group), (lam, log_group)] for the weighted variant,
+    whose MM reweighting needs the unweighted solution as its start.  For
+    q = 1 and the convex penalty one pass is exact: the nearest centre and
+    the prox of the residual (moving x toward its nearest centre keeps that
+    centre nearest).
+
+    Returns (labels, memberships or None, outlier_index, outlier_vectors,
+    point_costs).
+    """
+    n = X.shape[0]
+    Xd = np.asarray(dense_rows(X, np.arange(n)), dtype=np.float64)
+    M = centers.astype(np.float64)
+    mm = row_norms(M, squared=True)
+    O = np.zeros_like(Xd)
+    rows = np.arange(n)
+
+    def costs_of(O, lam, penalty):
+        Y = Xd - O
+        D = np.maximum(row_norms(Y, squared=True)[:, None] - 2.0 * Y @ M.T + mm, 0.0)
+        flagged = np.any(O != 0, axis=1)
+        if flagged.any():
+            D[flagged] += lam * penalty.value(O[flagged])[:, None]
+        return D
+
+    D = costs_of(O, np.inf, stages[0][1])
+    if q == 1:
+        U = np.zeros_like(D)
+        U[rows, D.argmin(axis=1)] = 1.0
+    else:
+        U = fuzzy_memberships(D, q)
+    for lam, penalty in stages:
+        for _ in range(max_iter):
+            W = U**q
+            R = Xd - (W / W.sum(axis=1, keepdims=True)) @ M
+            if np.isfinite(lam):
+                O_new = penalty.prox(R, penalty.dense_thresholds(lam, O))
+            else:
+                O_new = np.zeros_like(R)
+            D = costs_of(O_new, lam, penalty)
+            if q == 1:
+                U_new = np.zeros_like(D)
+                U_new[rows, D.argmin(axis=1)] = 1.0
+            else:
+                U_new = fuzzy_memberships(D, q)
+            done = (np.allclose(O_new, O, rtol=1e-12, atol=1e-12)
+                    and np.allclose(U_new, U, rtol=0, atol=1e-12))
+            O, U = O_new, U_new
+            if done:
+                break
+    labels = np.argmax(U, axis=1)
+    costs = np.einsum("nc,nc->n", U**q, D)
+    flagged = np.flatnonzero(np.any(O != 0, axis=1))
+    return labels, (None if q == 1 else U), flagged, O[flagged], costs

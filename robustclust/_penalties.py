@@ -1,0 +1,134 @@
+"""Outlier penalties: the sparsity term on the outlier vectors o_n.
+
+Every estimator in the package solves a problem of the form
+
+    data fit(X - O, centres, memberships) + lam * sum_n rho(o_n)
+
+and the only place where the choice of ``rho`` matters is the outlier
+(O-) step.  This module holds that step, once, for every penalty:
+
+* ``group``       rho(o) = ||o||_2, the paper's group-lasso penalty
+                  (eqs. (5)-(6)); whole vectors are outliers.
+* ``elementwise`` rho(o) = ||o||_1 of Remark 2; single entries are outliers.
+
+and, for each of them, the log ("weighted") variant of Section III-C,
+rho(o) = log(1 + ||o|| / eps) (group) or sum_j log(1 + |o_j| / eps)
+(elementwise).  ``log(1 + t/eps)`` differs from the paper's
+``log(t + eps)`` by the constant ``log eps``, so it has the same minimizers
+and derivative ``1 / (t + eps)`` but is zero at ``o = 0``; this keeps the
+cost non-negative and makes ``lam -> inf`` reduce to K-means exactly.
+
+Notes
+-----
+For a point with per-point weight ``S_n`` (``sum_c u_nc^q`` in eq. (10)) the
+O-step minimizes ``S_n (||r_n - o||^2 + lam rho(o))``.  ``S_n`` cancels, so
+the minimizer is the proximal operator of ``(lam / 2) rho`` at the residual
+``r_n`` of eq. (12):
+
+* group:       o = r [1 - tau / ||r||]_+           (eq. (11)), tau = lam / 2
+* elementwise: o_j = sign(r_j) [|r_j| - tau]_+     (soft thresholding)
+
+The log penalty is not convex; as in eq. (30) it is majorized at the
+previous iterate by its tangent, ``lam / (t_prev + eps) * t``, so the MM step
+is the same prox with the per-point (group) or per-entry (elementwise)
+threshold ``tau = lam / (2 (t_prev + eps))``.  Since the majorizer touches the
+cost at the previous iterate, one MM step never increases the true cost.
+"""
+
+import numpy as np
+
+
+class GroupPenalty:
+    """rho(o) = ||o||_2 (or log(1 + ||o||_2 / eps) when weighted)."""
+
+    name = "group"
+
+    def __init__(self, weighted=False, eps=None):
+        self.weighted = weighted
+        self.eps = eps
+
+    def magnitudes(self, vals):
+        """Per-row magnitudes ||o_n||_2 of outlier rows ``vals`` (k, p)."""
+        return np.sqrt(np.einsum("ij,ij->i", vals, vals, dtype=np.float64))
+
+    def value(self, vals):
+        """Per-row penalty rho(o_n) for outlier rows ``vals`` (k, p)."""
+        norms = self.magnitudes(vals)
+        if self.weighted:
+            return np.log1p(norms / self.eps)
+        return norms
+
+    def thresholds(self, lam, n_samples, prev_index, prev_vals, dtype):
+        """Per-point thresholds tau_n (eq. (11); eq. (30) when weighted)."""
+        if not self.weighted:
+            return np.full(n_samples, lam / 2.0, dtype=np.float64)
+        tau = np.full(n_samples, lam / (2.0 * self.eps), dtype=np.float64)
+        tau[prev_index] = lam / (2.0 * (self.magnitudes(prev_vals) + self.eps))
+        return tau
+
+    def candidates(self, r2, tau):
+        """Points whose residual norm exceeds the threshold."""
+        return np.flatnonzero(r2 > np.square(tau))
+
+    def prox(self, R, tau):
+        """Group soft threshold of the rows of R with per-row thresholds tau (k,)."""
+        norms = self.magnitudes(R)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shrink = np.where(norms > tau, 1.0 - tau / norms, 0.0)
+        return R * shrink.astype(R.dtype, copy=False)[:, None]
+
+    def dense_thresholds(self, lam, prev):
+        """Thresholds for dense rows, given the previous outlier rows ``prev``."""
+        if not self.weighted:
+            return np.full(prev.shape[0], lam / 2.0)
+        return lam / (2.0 * (self.magnitudes(prev) + self.eps))
+
+    def lambda_max(self, residual_norm_max):
+        """Smallest lam at which the O-step from O = 0 flags nothing."""
+        scale = 2.0 * residual_norm_max
+        return scale * self.eps if self.weighted else scale
+
+
+class ElementwisePenalty(GroupPenalty):
+    """rho(o) = ||o||_1 (or sum_j log(1 + |o_j| / eps) when weighted)."""
+
+    name = "elementwise"
+
+    def value(self, vals):
+        a = np.abs(vals).astype(np.float64, copy=False)
+        if self.weighted:
+            return np.log1p(a / self.eps).sum(axis=1)
+        return a.sum(axis=1)
+
+    def thresholds(self, lam, n_samples, prev_index, prev_vals, dtype):
+        # Entry-wise thresholds are formed chunk by chunk in ``entry_thresholds``.
+        return None
+
+    def entry_thresholds(self, lam, rows, prev_lookup, prev_vals):
+        """Thresholds (len(rows), p) for the entries of the given rows."""
+        p = prev_vals.shape[1]
+        if not self.weighted:
+            return np.full((len(rows), p), lam / 2.0)
+        tau = np.full((len(rows), p), lam / (2.0 * self.eps))
+        pos = prev_lookup[rows]
+        has_prev = pos >= 0
+        tau[has_prev] = lam / (2.0 * (np.abs(prev_vals[pos[has_prev]]) + self.eps))
+        return tau
+
+    def candidates(self, r2, tau):  # pragma: no cover - never used for this penalty
+        raise NotImplementedError
+
+    def prox(self, R, tau):
+        a = np.abs(R)
+        return (np.sign(R) * np.maximum(a - tau, 0.0)).astype(R.dtype, copy=False)
+
+    def dense_thresholds(self, lam, prev):
+        if not self.weighted:
+            return np.full(prev.shape, lam / 2.0)
+        return lam / (2.0 * (np.abs(prev) + self.eps))
+
+
+def make_penalty(name, weighted=False, eps=None):
+    """Penalty object for the ``penalty`` parameter of the estimators."""
+    cls = {"group": GroupPenalty, "elementwise": ElementwisePenalty}[name]
+    return cls(weighted=weighted, eps=eps)
