@@ -19,6 +19,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
+from threadpoolctl import ThreadpoolController
+
+from ._kernels import hard_pass
+
+_THREADPOOLS = ThreadpoolController()
+
+#: Below this many rows one numpy iteration is cheaper than a parallel launch.
+FUSED_MIN_ROWS = 20_000
 
 _EMPTY_INDEX = np.empty(0, dtype=np.intp)
 
@@ -37,6 +45,9 @@ class State:
     history: list = field(default_factory=list)
     n_iter: int = 0
     converged: bool = False
+    # per-cluster sums of w (x_n - o_n) and of w for these labels, when the
+    # fused pass already has them (saves the next centre step a pass over X)
+    cluster_sums: tuple | None = None
 
     @property
     def n_outliers(self):
@@ -152,16 +163,18 @@ class RKMSolver:
             r2 = self.sq_norms - 2.0 * cross + quad
         return np.maximum(r2, 0.0)
 
-    def outlier_step(self, lam, penalty, G, mm, centers, labels, norm_weights,
+    def outlier_step(self, lam, penalty, r2, centers, labels, norm_weights,
                      prev_index, prev_vals):
-        """O-step, eqs. (11)-(12) (group) or entry-wise soft thresholding."""
+        """O-step, eqs. (11)-(12) (group) or entry-wise soft thresholding.
+
+        ``r2`` holds ||r_n||^2 for every point (used by the group penalty).
+        """
         X = self.X
         if penalty.name == "group":
             tau = penalty.thresholds(lam, self.n_samples, prev_index, prev_vals, X.dtype)
-            r2 = self._residual_sq_norms(G, mm, centers, labels, norm_weights)
             cand = penalty.candidates(r2, tau)
             R = residual_rows(X, centers, labels, norm_weights, cand)
-            vals = penalty.prox(R, tau[cand])
+            vals = penalty.prox(R, tau if np.isscalar(tau) else tau[cand])
         else:
             lookup = np.full(self.n_samples, -1, dtype=np.intp)
             lookup[prev_index] = np.arange(len(prev_index))
@@ -179,30 +192,46 @@ class RKMSolver:
         keep = np.any(vals != 0, axis=1)
         return cand[keep].astype(np.intp), vals[keep].astype(X.dtype, copy=False)
 
-    def membership_step(self, lam, penalty, centers, G, mm, index, vals):
+    def _outlier_row_costs(self, lam, penalty, centers, mm, index, vals):
+        """||x_n - o_n - m_c||^2 + lam rho(o_n) for the outlier rows, (k, C)."""
+        Y = dense_rows(self.X, index) - vals
+        D = np.maximum(row_norms(Y, squared=True)[:, None] - 2.0 * (Y @ centers.T) + mm, 0.0)
+        return D + (lam * penalty.value(vals))[:, None]
+
+    def hard_pass(self, G, mm, prev_labels):
+        """||r_n||^2 under the previous labels, nearest centres, their costs.
+
+        numpy version of :func:`robustclust._kernels.hard_pass`, for sparse X.
+        """
+        rows = np.arange(self.n_samples)
+        T = mm - 2.0 * G
+        labels = T.argmin(axis=1)
+        r2 = np.maximum(self.sq_norms + T[rows, prev_labels], 0.0)
+        best = np.maximum(self.sq_norms + T[rows, labels], 0.0)
+        return r2, labels, best
+
+    def membership_step(self, lam, penalty, centers, G, mm, index, vals, hard_pass=None):
         """U-step, eq. (14) (q > 1) or eq. (15) (q = 1), with the current O.
 
-        Overwrites ``G``. Returns (labels, memberships, point_costs).
+        For q = 1 ``hard_pass`` carries the nearest centres of the points with
+        o_n = 0; only the outlier rows are recomputed.  For q > 1 ``G`` is
+        overwritten.  Returns (labels, memberships, point_costs).
         """
-        G *= -2.0
-        G += mm  # G now holds ||m_c||^2 - 2 x_n^T m_c
-        pen = np.zeros(0)
-        if len(index):
-            Y = dense_rows(self.X, index) - vals
-            G[index] = (mm - 2.0 * (Y @ centers.T)
-                        + row_norms(Y, squared=True)[:, None]
-                        - self.sq_norms[index, None])
-            pen = lam * penalty.value(vals)
         if self.hard:
-            labels = np.argmin(G, axis=1)
-            costs = np.maximum(G[np.arange(self.n_samples), labels] + self.sq_norms, 0.0)
-            costs[index] += pen
+            _, labels, costs = hard_pass if hard_pass is not None else \
+                self.hard_pass(G, mm, np.zeros(self.n_samples, dtype=np.intp))
+            if len(index):
+                D = self._outlier_row_costs(lam, penalty, centers, mm, index, vals)
+                labels[index] = D.argmin(axis=1)
+                costs[index] = D.min(axis=1)
             return labels, None, costs
         D = G.astype(np.float64, copy=False)
+        D *= -2.0
+        D += mm
         D += self.sq_norms[:, None]
         np.maximum(D, 0.0, out=D)
         if len(index):
-            D[index] += pen[:, None]
+            D[index] = self._outlier_row_costs(lam, penalty, centers, mm, index, vals)
         U = fuzzy_memberships(D, self.q)
         costs = np.einsum("nc,nc->n", U**self.q, D)
         return np.argmax(U, axis=1), U, costs
@@ -229,9 +258,20 @@ class RKMSolver:
     def objective_of(self, costs):
         return float(np.dot(self.sample_weight, costs))
 
+    def _fused(self):
+        return self.hard and not sp.issparse(self.X) and self.n_samples >= FUSED_MIN_ROWS
+
     def init_state(self, centers):
         """State with O = 0 and the memberships that best fit ``centers``."""
         centers = np.array(centers, dtype=self.X.dtype)
+        if self._fused():
+            with _THREADPOOLS.limit(limits=1, user_api="blas"):
+                _, labels, costs, sums, weights = hard_pass(
+                    self.X, centers, self.sq_norms, self.sample_weight,
+                    np.zeros(self.n_samples, dtype=np.intp))
+            return State(centers, labels, None, _EMPTY_INDEX,
+                         np.empty((0, self.n_features), dtype=self.X.dtype), costs,
+                         self.objective_of(costs), cluster_sums=(sums, weights))
         G, mm = self._products(centers)
         labels, U, costs = self.membership_step(
             np.inf, self.penalty, centers, G, mm, _EMPTY_INDEX, np.empty((0, self.n_features)))
@@ -247,30 +287,69 @@ class RKMSolver:
         from a converged solution with a new penalty must let O settle too.
         """
         penalty = self.log_penalty if weighted else self.penalty
+        if self._fused():
+            # the fused kernel parallelizes over rows; BLAS threads inside it
+            # would oversubscribe the cores
+            with _THREADPOOLS.limit(limits=1, user_api="blas"):
+                return self._run(state, lam, penalty, fused=True)
+        return self._run(state, lam, penalty, fused=False)
+
+    def _run(self, state, lam, penalty, fused):
         centers, labels, U = state.centers, state.labels, state.memberships
         index, vals = state.outlier_index, state.outlier_vectors
+        w = self.sample_weight
         history = []
         converged = False
         current = state
+        next_sums = state.cluster_sums if fused else None
         for it in range(1, self.max_iter + 1):
-            sums, weights = centre_step(self.X, self.sample_weight, labels, U,
-                                        self.q, index, vals, self.n_clusters)
+            if next_sums is None:
+                sums, weights = centre_step(self.X, w, labels, U, self.q, index, vals,
+                                            self.n_clusters)
+            else:
+                sums, weights = next_sums
             with np.errstate(divide="ignore", invalid="ignore"):
                 new_centers = np.where(weights[:, None] > 0,
                                        sums / weights[:, None], centers).astype(self.X.dtype)
             new_centers = self._reseed_empty(new_centers, weights, current)
-            G, mm = self._products(new_centers)
             norm_weights = self._norm_weights(U)
+            if fused:
+                G = None
+                mm = row_norms(new_centers, squared=True)
+                r2, lab0, best, s_next, w_next = hard_pass(
+                    self.X, new_centers, self.sq_norms, w, labels)
+                passed = (r2, lab0, best)
+            else:
+                G, mm = self._products(new_centers)
+                if self.hard:
+                    passed = self.hard_pass(G, mm, labels)
+                    r2 = passed[0]
+                else:
+                    passed = None
+                    r2 = self._residual_sq_norms(G, mm, new_centers, labels, norm_weights)
             new_index, new_vals = self.outlier_step(
-                lam, penalty, G, mm, new_centers, labels, norm_weights, index, vals)
+                lam, penalty, r2, new_centers, labels, norm_weights, index, vals)
+            if fused:
+                nearest = lab0[new_index]  # before the outlier rows are reassigned
             labels, U, costs = self.membership_step(
-                lam, penalty, new_centers, G, mm, new_index, new_vals)
+                lam, penalty, new_centers, G, mm, new_index, new_vals, passed)
+            if fused:
+                # the kernel summed w x_n into the nearest cluster; outlier rows
+                # contribute w (x_n - o_n) to their final cluster instead
+                if len(new_index):
+                    s_next += _reassign_sums(
+                        dense_rows(self.X, new_index), new_vals, w[new_index], nearest,
+                        labels[new_index], self.n_clusters)
+                    w_next += (np.bincount(labels[new_index], w[new_index], self.n_clusters)
+                               - np.bincount(nearest, w[new_index], self.n_clusters))
+                next_sums = (s_next, w_next)
             obj = self.objective_of(costs)
             history.append(obj)
             center_shift = np.linalg.norm(new_centers - centers)
             outlier_shift = _outlier_shift(index, vals, new_index, new_vals)
             centers, index, vals = new_centers, new_index, new_vals
-            current = State(centers, labels, U, index, vals, costs, obj)
+            current = State(centers, labels, U, index, vals, costs, obj,
+                            cluster_sums=next_sums)
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             scale_m = np.linalg.norm(centers)
@@ -328,8 +407,21 @@ class RKMSolver:
         return self.objective_of(costs)
 
 
+def _reassign_sums(x, o, w, old, new, n_clusters):
+    """Change of the cluster sums when rows w x move from ``old`` clusters to
+    ``new`` clusters as w (x - o)."""
+    k = len(w)
+    A_old = np.zeros((k, n_clusters))
+    A_old[np.arange(k), old] = w
+    A_new = np.zeros((k, n_clusters))
+    A_new[np.arange(k), new] = w
+    return A_new.T @ (x - o) - A_old.T @ x
+
+
 def _outlier_shift(index_a, vals_a, index_b, vals_b):
     """||O_a - O_b||_F for two sparse-row outlier matrices."""
+    if np.array_equal(index_a, index_b):
+        return float(np.linalg.norm(vals_a - vals_b))
     union = np.union1d(index_a, index_b)
     if len(union) == 0:
         return 0.0

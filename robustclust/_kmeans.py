@@ -122,8 +122,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``lambda_`` unless ``weighted`` and ``n_outliers`` are both given.
     n_outliers_ : int
         Number of points flagged.
-    eps_ : float
-        eps used by the log penalty (only meaningful when ``weighted``).
+    eps_ : float or None
+        eps used by the log penalty (None unless ``weighted`` or ``eps``).
     objective_ : float
         Final cost (eq. (6), or its log-penalty version when weighted).
     objective_history_ : ndarray
@@ -298,6 +298,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _penalties(self, X, sample_weight):
         if self.eps is not None:
             eps = float(self.eps)
+        elif not self.weighted:
+            eps = None
         else:
             mean = np.asarray(sample_weight @ X).ravel() / sample_weight.sum()
             sq = np.asarray(sample_weight @ (X.multiply(X) if sp.issparse(X) else X * X))

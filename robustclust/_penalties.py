@@ -59,20 +59,21 @@ class GroupPenalty:
         return norms
 
     def thresholds(self, lam, n_samples, prev_index, prev_vals, dtype):
-        """Per-point thresholds tau_n (eq. (11); eq. (30) when weighted)."""
+        """Thresholds tau_n (eq. (11): the scalar lam / 2; eq. (30) when weighted)."""
         if not self.weighted:
-            return np.full(n_samples, lam / 2.0, dtype=np.float64)
+            return lam / 2.0
         tau = np.full(n_samples, lam / (2.0 * self.eps), dtype=np.float64)
         tau[prev_index] = lam / (2.0 * (self.magnitudes(prev_vals) + self.eps))
         return tau
 
     def candidates(self, r2, tau):
         """Points whose residual norm exceeds the threshold."""
-        return np.flatnonzero(r2 > np.square(tau))
+        return np.flatnonzero(r2 > tau * tau)
 
     def prox(self, R, tau):
         """Group soft threshold of the rows of R with per-row thresholds tau (k,)."""
         norms = self.magnitudes(R)
+        tau = np.broadcast_to(tau, norms.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
             shrink = np.where(norms > tau, 1.0 - tau / norms, 0.0)
         return R * shrink.astype(R.dtype, copy=False)[:, None]

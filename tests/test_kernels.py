@@ -1,0 +1,60 @@
+"""The compiled hard-RKM pass equals its numpy definition, and the fused
+solver path (large N) gives the same fits as the numpy path (small N)."""
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+
+import robustclust._bcd as bcd
+from robustclust import RobustKMeans
+from robustclust._kernels import hard_pass
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hard_pass_matches_numpy(dtype):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1003, 7)).astype(dtype)
+    M = rng.normal(size=(5, 7)).astype(dtype)
+    w = rng.uniform(0.5, 2.0, size=1003)
+    prev = rng.integers(5, size=1003)
+    sq = (X.astype(np.float64) ** 2).sum(1)
+    r2, labels, best, sums, weights = hard_pass(X, M, sq, w, prev, n_threads=3, chunk_rows=64)
+    D = ((X[:, None, :].astype(np.float64) - M[None].astype(np.float64)) ** 2).sum(-1)
+    tol = 1e-9 if dtype == np.float64 else 1e-3
+    np.testing.assert_allclose(r2, D[np.arange(1003), prev], rtol=tol, atol=tol)
+    np.testing.assert_array_equal(labels, D.argmin(1))
+    np.testing.assert_allclose(best, D.min(1), rtol=tol, atol=tol)
+    onehot = np.eye(5)[labels] * w[:, None]
+    np.testing.assert_allclose(sums, onehot.T @ X.astype(np.float64), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(weights, onehot.sum(0))
+
+
+def _large(seed=0, n=bcd.FUSED_MIN_ROWS + 5000, p=5, C=4):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=6.0, size=(C, p))
+    X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p))
+    X[:200] = rng.uniform(-25, 25, size=(200, p))
+    return X
+
+
+@pytest.mark.parametrize("penalty", ["group", "elementwise"])
+def test_fused_path_equals_numpy_path(monkeypatch, penalty):
+    X = _large()
+    w = np.random.default_rng(1).uniform(0.5, 1.5, size=len(X))
+    kw = dict(lam=8.0, init=X[200:204], n_init=1, tol=1e-10, penalty=penalty)
+    fused = RobustKMeans(4, **kw).fit(X, sample_weight=w)
+    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    plain = RobustKMeans(4, **kw).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(fused.labels_, plain.labels_)
+    np.testing.assert_allclose(fused.cluster_centers_, plain.cluster_centers_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fused.objective_history_, plain.objective_history_, rtol=1e-9)
+    assert fused.n_outliers_ > 0
+
+
+def test_fused_path_is_kmeans_at_infinite_lambda():
+    X = _large(2)
+    init = X[300:304]
+    ours = RobustKMeans(4, lam=np.inf, init=init, n_init=1, tol=0).fit(X)
+    ref = KMeans(4, init=init, n_init=1, tol=0, algorithm="lloyd").fit(X)
+    np.testing.assert_array_equal(ours.labels_, ref.labels_)
+    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-9, atol=1e-9)
