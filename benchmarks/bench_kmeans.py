@@ -45,12 +45,12 @@ def main():
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--p", type=int, default=32)
     parser.add_argument("--c", type=int, default=16)
-    parser.add_argument("--iters", type=int, default=20, help="fixed iteration count")
+    parser.add_argument("--iters", type=int, default=10, help="fixed iteration count")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
-    means = rng.normal(scale=1.0, size=(args.c, args.p))  # overlapping: Lloyd needs many iterations
+    means = rng.normal(scale=0.3, size=(args.c, args.p))  # overlapping: many Lloyd iterations
     X64 = means[rng.integers(args.c, size=args.n)] + rng.normal(size=(args.n, args.p))
     n_out = args.n // 100
     X64[:n_out] = rng.uniform(-30, 30, size=(n_out, args.p))

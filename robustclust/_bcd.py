@@ -2,7 +2,9 @@
 
 The three block updates are pure functions of arrays:
 
-* ``centre_step``     eq. (9): a weighted sum over points (a reduction);
+* ``centre_step``     eq. (9): a weighted sum over points (a reduction); for
+                      hard RKM with the group penalty the IRLS form of the
+                      same step (``RKMSolver._irls_weights``);
 * ``outlier_step``    eqs. (11)-(12): one prox per point (a map), delegated to
                       the penalty objects of :mod:`robustclust._penalties`;
 * ``membership_step`` eq. (14) for q > 1, eq. (15) for q = 1 (a map).
@@ -45,8 +47,9 @@ class State:
     history: list = field(default_factory=list)
     n_iter: int = 0
     converged: bool = False
-    # per-cluster sums of w (x_n - o_n) and of w for these labels, when the
-    # fused pass already has them (saves the next centre step a pass over X)
+    # (sums, weights, rule): what the next centre step divides, when the fused
+    # pass already has it (saves a pass over X); rule names the M-step it was
+    # made for ("eq9", "irls", or "any" when there are no outliers)
     cluster_sums: tuple | None = None
 
     @property
@@ -86,9 +89,10 @@ def centre_step(X, sample_weight, labels, memberships, q, index, vals, n_cluster
     if memberships is None:
         n = X.shape[0]
         indicator = sp.csr_matrix(
-            (sample_weight, (labels, np.arange(n))), shape=(n_clusters, n)
+            (sample_weight, (labels, np.arange(n))), shape=(n_clusters, n), dtype=np.float64
         )
-        sums = np.asarray(safe_sparse_dot(indicator, X, dense_output=True))
+        sums = np.asarray(safe_sparse_dot(indicator, X.astype(np.float64, copy=False),
+                                          dense_output=True))
         weights = np.bincount(labels, weights=sample_weight, minlength=n_clusters)
         if len(index):
             np.add.at(sums, labels[index], -(sample_weight[index, None] * vals))
@@ -148,7 +152,8 @@ class RKMSolver:
     def _norm_weights(self, memberships):
         if memberships is None:
             return None
-        wq = memberships**self.q
+        # scaled by the row maximum so that u^q cannot underflow to 0 / 0
+        wq = (memberships / memberships.max(axis=1, keepdims=True)) ** self.q
         return wq / wq.sum(axis=1, keepdims=True)
 
     def _residual_sq_norms(self, G, mm, centers, labels, norm_weights):
@@ -243,10 +248,13 @@ class RKMSolver:
         A centre with no members does not enter the cost, so this cannot
         increase it.
         """
-        empty = np.flatnonzero(weights <= 0)
-        if len(empty) == 0:
+        if not self.hard or np.all(weights > 0):
             return centers
-        if not self.hard:
+        # zero weight can also mean members that all carry an IRLS weight of 0
+        # (lam = 0); those clusters are not empty and keep their centre
+        members = np.bincount(state.labels, self.sample_weight, self.n_clusters)
+        empty = np.flatnonzero(members <= 0)
+        if len(empty) == 0:
             return centers
         costs = state.point_costs.copy()
         costs[state.outlier_index] = -np.inf
@@ -261,23 +269,41 @@ class RKMSolver:
     def _fused(self):
         return self.hard and not sp.issparse(self.X) and self.n_samples >= FUSED_MIN_ROWS
 
-    def init_state(self, centers):
-        """State with O = 0 and the memberships that best fit ``centers``."""
+    def init_state(self, centers, lam=None):
+        """Cold state from initial centres: memberships, then (given ``lam``) O.
+
+        Without ``lam`` (or with lam = inf) O = 0 and the memberships best fit
+        ``centers``.  With a finite ``lam`` the O- and U-steps are also run at
+        the initial centres, so the first centre update already discounts the
+        points far from every initial centre instead of being dragged by them
+        (the cycle M -> O -> U simply starts at O).
+        """
         centers = np.array(centers, dtype=self.X.dtype)
-        if self._fused():
+        empty_vals = np.empty((0, self.n_features), dtype=self.X.dtype)
+        if self._fused() and (lam is None or not np.isfinite(lam)):
             with _THREADPOOLS.limit(limits=1, user_api="blas"):
                 _, labels, costs, sums, weights = hard_pass(
                     self.X, centers, self.sq_norms, self.sample_weight,
                     np.zeros(self.n_samples, dtype=np.intp))
-            return State(centers, labels, None, _EMPTY_INDEX,
-                         np.empty((0, self.n_features), dtype=self.X.dtype), costs,
-                         self.objective_of(costs), cluster_sums=(sums, weights))
+            return State(centers, labels, None, _EMPTY_INDEX, empty_vals, costs,
+                         self.objective_of(costs), cluster_sums=(sums, weights, "any"))
         G, mm = self._products(centers)
         labels, U, costs = self.membership_step(
-            np.inf, self.penalty, centers, G, mm, _EMPTY_INDEX, np.empty((0, self.n_features)))
-        obj = self.objective_of(costs)
-        return State(centers, labels, U, _EMPTY_INDEX,
-                     np.empty((0, self.n_features), dtype=self.X.dtype), costs, obj)
+            np.inf, self.penalty, centers, G.copy(), mm, _EMPTY_INDEX, empty_vals)
+        index, vals = _EMPTY_INDEX, empty_vals
+        if lam is not None and np.isfinite(lam):
+            nw = self._norm_weights(U)
+            if self.hard:
+                passed = self.hard_pass(G, mm, labels)
+                r2 = passed[0]
+            else:
+                passed = None
+                r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
+            index, vals = self.outlier_step(lam, self.penalty, r2, centers, labels, nw,
+                                            _EMPTY_INDEX, empty_vals)
+            labels, U, costs = self.membership_step(lam, self.penalty, centers, G, mm,
+                                                    index, vals, passed)
+        return State(centers, labels, U, index, vals, costs, self.objective_of(costs))
 
     def run(self, state, lam, weighted=False):
         """BCD iterations at ``lam`` from ``state`` until the stopping rule holds.
@@ -294,20 +320,50 @@ class RKMSolver:
                 return self._run(state, lam, penalty, fused=True)
         return self._run(state, lam, penalty, fused=False)
 
+    def _irls_weights(self, lam, centers, labels, index):
+        """Multipliers a_n = min(1, (lam/2) / ||x_n - m_{c(n)}||) of the outlier rows.
+
+        Hard RKM with the group penalty: for fixed labels, minimizing over O
+        leaves each point the Huber cost H(||x_n - m_c||) with knee lam / 2,
+        and the (M, O) block is Huber location estimation.  Its IRLS step,
+        m_c = sum w_n a_n x_n / sum w_n a_n, minimizes a quadratic majorizer of
+        the cost that touches it at the current iterate, so it never increases
+        the cost of eq. (5); its fixed points are those of eq. (9) (centres
+        equal the means of x_n - o_n), but where eq. (9) moves a centre by a
+        step shrunk by the share of flagged points, IRLS does not, so runs
+        with many outliers (the bottom of a path) need far fewer iterations.
+        """
+        if len(index) == 0:
+            return np.ones(0)
+        R = dense_rows(self.X, index) - centers[labels[index]]
+        dist = np.sqrt(row_norms(R, squared=True))
+        with np.errstate(divide="ignore"):
+            return np.minimum(1.0, (lam / 2.0) / dist)
+
     def _run(self, state, lam, penalty, fused):
         centers, labels, U = state.centers, state.labels, state.memberships
         index, vals = state.outlier_index, state.outlier_vectors
         w = self.sample_weight
+        irls = self.hard and penalty.name == "group" and not penalty.weighted
+        # IRLS weights depend on lam: cached sums are reusable only at the same lam
+        rule = ("irls", lam) if irls else "eq9"
         history = []
         converged = False
         current = state
-        next_sums = state.cluster_sums if fused else None
+        cached = state.cluster_sums
+        next_sums = (cached[:2] if fused and cached is not None and cached[2] in (rule, "any")
+                     else None)
         for it in range(1, self.max_iter + 1):
-            if next_sums is None:
+            if next_sums is not None:
+                sums, weights = next_sums
+            elif irls:
+                w_eff = w.copy()
+                w_eff[index] *= self._irls_weights(lam, centers, labels, index)
+                sums, weights = centre_step(self.X, w_eff, labels, None, self.q, _EMPTY_INDEX,
+                                            vals[:0], self.n_clusters)
+            else:
                 sums, weights = centre_step(self.X, w, labels, U, self.q, index, vals,
                                             self.n_clusters)
-            else:
-                sums, weights = next_sums
             with np.errstate(divide="ignore", invalid="ignore"):
                 new_centers = np.where(weights[:, None] > 0,
                                        sums / weights[:, None], centers).astype(self.X.dtype)
@@ -335,13 +391,21 @@ class RKMSolver:
                 lam, penalty, new_centers, G, mm, new_index, new_vals, passed)
             if fused:
                 # the kernel summed w x_n into the nearest cluster; outlier rows
-                # contribute w (x_n - o_n) to their final cluster instead
+                # contribute w (x_n - o_n) (eq. (9)) or w a_n x_n (IRLS) to their
+                # final cluster instead
                 if len(new_index):
-                    s_next += _reassign_sums(
-                        dense_rows(self.X, new_index), new_vals, w[new_index], nearest,
-                        labels[new_index], self.n_clusters)
-                    w_next += (np.bincount(labels[new_index], w[new_index], self.n_clusters)
-                               - np.bincount(nearest, w[new_index], self.n_clusters))
+                    wi = w[new_index]
+                    xi = dense_rows(self.X, new_index)
+                    if irls:
+                        w_new = wi * self._irls_weights(lam, new_centers, labels, new_index)
+                        target = xi
+                    else:
+                        w_new, target = wi, xi - new_vals
+                    final = labels[new_index]
+                    s_next += (_onehot(final, w_new, self.n_clusters).T @ target
+                               - _onehot(nearest, wi, self.n_clusters).T @ xi)
+                    w_next += (np.bincount(final, w_new, self.n_clusters)
+                               - np.bincount(nearest, wi, self.n_clusters))
                 next_sums = (s_next, w_next)
             obj = self.objective_of(costs)
             history.append(obj)
@@ -349,7 +413,7 @@ class RKMSolver:
             outlier_shift = _outlier_shift(index, vals, new_index, new_vals)
             centers, index, vals = new_centers, new_index, new_vals
             current = State(centers, labels, U, index, vals, costs, obj,
-                            cluster_sums=next_sums)
+                            cluster_sums=None if next_sums is None else (*next_sums, rule))
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             scale_m = np.linalg.norm(centers)
@@ -397,25 +461,21 @@ class RKMSolver:
         """The l0-constrained cost of eq. (3) at the state's centres.
 
         For fixed centres, the best choice of at most ``n_trim`` outliers is the
-        points with the largest cost; they cost nothing. Comparable across
-        states whatever their own outlier counts.
+        points with the largest weighted cost; they cost nothing. Comparable
+        across states whatever their own outlier counts.
         """
-        costs = self.clean_costs(state.centers)
+        costs = self.sample_weight * self.clean_costs(state.centers)
         if n_trim > 0:
             worst = np.argpartition(-costs, n_trim - 1)[:n_trim]
             costs[worst] = 0.0
-        return self.objective_of(costs)
+        return float(costs.sum())
 
 
-def _reassign_sums(x, o, w, old, new, n_clusters):
-    """Change of the cluster sums when rows w x move from ``old`` clusters to
-    ``new`` clusters as w (x - o)."""
-    k = len(w)
-    A_old = np.zeros((k, n_clusters))
-    A_old[np.arange(k), old] = w
-    A_new = np.zeros((k, n_clusters))
-    A_new[np.arange(k), new] = w
-    return A_new.T @ (x - o) - A_old.T @ x
+def _onehot(labels, weights, n_clusters):
+    """(k, C) matrix with ``weights`` at (i, labels[i])."""
+    A = np.zeros((len(labels), n_clusters))
+    A[np.arange(len(labels)), labels] = weights
+    return A
 
 
 def _outlier_shift(index_a, vals_a, index_b, vals_b):

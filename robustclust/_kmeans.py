@@ -17,7 +17,12 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
 
 from ._bcd import RKMSolver, assign_points
 from ._penalties import make_penalty
@@ -27,6 +32,7 @@ from ._selection import (
     fit_at,
     kmeans_solution,
     select_by_count,
+    tune_weighted,
 )
 
 
@@ -141,18 +147,27 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     Notes
     -----
-    **Updates.**  Centres are the u^q-weighted means of x_n - o_n (eq. (9));
-    o_n is the group soft threshold of the residual r_n (eqs. (11)-(12)),
-    so a point is flagged iff ||r_n|| > lam / 2; memberships follow eq. (14)
-    or eq. (15).  Each update minimizes the cost over its block, so the cost
-    never increases (Proposition 2).  One iteration costs one product
-    X M^T plus O(N C) work, like a Lloyd iteration.
+    **Updates.**  o_n is the group soft threshold of the residual r_n
+    (eqs. (11)-(12)), so a point is flagged iff ||r_n|| > lam / 2;
+    memberships follow eq. (14) or eq. (15); centres are the u^q-weighted
+    means of x_n - o_n (eq. (9)).  For hard RKM with the group penalty the
+    centre step is instead the IRLS step of the Huber location problem that
+    the (M, O) block reduces to for fixed labels (weights
+    min(1, (lam/2) / ||x_n - m_c||)): it has the same fixed points as eq. (9)
+    and never increases the cost, but does not slow down when many points
+    are flagged (measured: 674 instead of 2999 iterations for a 100-value
+    path on the paper's 80-outlier set).  Every step minimizes or majorizes
+    the cost over its block, so the cost never increases (Proposition 2).
+    One iteration costs one product X M^T plus O(N C) work, like a Lloyd
+    iteration.
 
     **Default lambda.**  With neither ``lam`` nor ``n_outliers``: K-means
     first; sigma^2 = median_n min_c ||x_n - m_c||^2 / median(chi^2_p); lambda
     is set so that a Gaussian inlier is flagged with probability 0.1%
     (lam = 2 sigma sqrt(chi^2_p quantile 0.999) for the group penalty);
     the robust fit at that lambda re-estimates sigma once and is refitted.
+    With ``weighted``, the weighted lambda is then tuned (from that fit) to
+    flag as many points as it does.
 
     **Choosing lambda by count.**  K-means from every initialisation; from
     the best, a decreasing geometric grid from lam_max (the smallest lambda
@@ -252,7 +267,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                 f"lam={self.lam!r} and n_outliers={self.n_outliers!r}.")
         self._n_init = self.n_init
         if not isinstance(self.init, str):
-            init = np.asarray(self.init)
+            init = check_array(self.init, dtype=[np.float64, np.float32],
+                               ensure_all_finite=False, input_name="init")
             if init.shape != (self.n_clusters, X.shape[1]):
                 raise ValueError(
                     f"The shape of the initial centres {init.shape} does not match "
@@ -276,6 +292,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                         f"samples ({n_samples}).")
             else:
                 s = int(round(self.n_outliers * n_samples))
+                if s == 0:
+                    warnings.warn(
+                        f"n_outliers={self.n_outliers} of {n_samples} samples rounds to "
+                        "0 outliers: nothing will be flagged.", OutlierCountWarning,
+                        stacklevel=3)
             self._target = s
 
     def _initial_centers(self, X, sample_weight, rng):
@@ -310,7 +331,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _prepare(self, X, sample_weight, reset=True):
         """Validated data, weights, a solver and the initial centres."""
         X = self._validate_X(X, reset=reset)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                             ensure_non_negative=True)
         self._check_params_vs_input(X)
         penalty, log_penalty, self._eps = self._penalties(X, sample_weight)
         solver = RKMSolver(X, sample_weight, self.n_clusters, self.q, penalty,
@@ -348,11 +370,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                     f"flagged (lambda_={lam:.6g}).", OutlierCountWarning, stacklevel=2)
         elif self.lam is not None:
             lam = lam_unweighted = float(self.lam)
-            state = best_of((fit_at(solver, solver.init_state(c), lam, self.weighted)
+            state = best_of((fit_at(solver, solver.init_state(c, lam), lam, self.weighted)
                              for c in inits), key=lambda st: st.objective)
         else:
-            lam, state = self._fit_default_lambda(X, sample_weight, solver, inits)
-            lam_unweighted = lam
+            lam, lam_unweighted, state = self._fit_default_lambda(
+                X, sample_weight, solver, inits)
         self._store(X, state, lam)
         self.unweighted_lambda_ = float(lam_unweighted)
         return self
@@ -360,10 +382,16 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _fit_default_lambda(self, X, sample_weight, solver, inits):
         km = kmeans_solution(solver, inits)
         lam = self._default_lambda(X, sample_weight, solver, km)
-        runs = [solver.run(km, lam)] + [solver.run(solver.init_state(c), lam) for c in inits]
+        runs = [solver.run(km, lam)] + [solver.run(solver.init_state(c, lam), lam)
+                                        for c in inits]
         best = best_of(runs, key=lambda st: st.objective)
         lam = self._default_lambda(X, sample_weight, solver, best)
-        return lam, fit_at(solver, best, lam, self.weighted)
+        state = solver.run(best, lam)
+        if not self.weighted:
+            return lam, lam, state
+        # the weighted lam is tuned to flag what the unweighted default flags
+        lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
+        return lam_w, lam, state_w
 
     def _default_lambda(self, X, sample_weight, solver, state):
         return default_lambda(solver.nearest_sq_dists(state.centers), sample_weight,

@@ -88,6 +88,8 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
     X, sample_weight, solver, inits = est._prepare(X, sample_weight)
     state = kmeans_solution(solver, inits)
     lam_max = lambda_max(solver, state)
+    if not 0 < lambda_min_ratio < 1:
+        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}.")
     if lambdas is None:
         if not (isinstance(n_lambdas, (int, np.integer)) and n_lambdas >= 1):
             raise ValueError(f"n_lambdas must be a positive integer, got {n_lambdas!r}.")

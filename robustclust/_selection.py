@@ -69,6 +69,13 @@ def default_lambda(sq_dists, sample_weight, n_features, penalty_name):
       lam = 2 sigma z(1 - a / 2) with a = 1 - (1 - alpha)^(1 / p).
     """
     med = float(np.quantile(sq_dists, 0.5, weights=sample_weight, method="inverted_cdf"))
+    if med == 0:
+        # over half the points sit on a centre (duplicates): use the others
+        spread = (sq_dists > 0) & (sample_weight > 0)
+        if not spread.any():
+            return 0.0
+        med = float(np.quantile(sq_dists[spread], 0.5, weights=sample_weight[spread],
+                                method="inverted_cdf"))
     sigma = math.sqrt(med / stats.chi2.median(n_features))
     alpha = DEFAULT_FALSE_ALARM
     if penalty_name == "group":
@@ -182,16 +189,27 @@ def select_by_count(solver, inits, s, weighted, n_grid=30, min_ratio=1e-3):
     lam_max = lambda_max(solver, km)
     lam1, st1 = _CountSearch(evaluate, s).along_path(
         lam_max, km, lambda_grid(lam_max, n_grid, min_ratio)[1:])
-    candidates = [st1] + [solver.run(solver.init_state(c), lam1) for c in inits]
+    candidates = [st1] + [solver.run(solver.init_state(c, lam1), lam1) for c in inits]
     kept = best_of(candidates, key=lambda st: solver.trimmed_cost(st, s))
     lam, state = _CountSearch(evaluate, s).local(lam1, kept)
     if not weighted:
         return lam, state, lam
-    start = state
+    lam_w, state_w = tune_weighted(solver, state, lam, s)
+    return lam_w, state_w, lam
+
+
+def tune_weighted(solver, start, lam, s):
+    """Weighted (log-penalty) lam flagging ``s`` points, from an unweighted solution.
+
+    Every evaluation restarts the MM iterations from ``start`` (the paper's
+    rule: the weighted run starts from the converged unweighted one); the
+    search starts at the unweighted ``lam`` and brackets s geometrically.
+    Running both at one lam does not work: the weighted threshold
+    lam / (2 (||o_n|| + eps)) compares lam with squared distances, so its
+    count depends on the data's units.
+    """
 
     def evaluate_weighted(lam_w, _warm):
         return solver.run(start, lam_w, weighted=True)
 
-    lam_w, state_w = _CountSearch(evaluate_weighted, s).local(
-        lam, evaluate_weighted(lam, None))
-    return lam_w, state_w, lam
+    return _CountSearch(evaluate_weighted, s).local(lam, evaluate_weighted(lam, None))

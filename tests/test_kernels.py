@@ -58,3 +58,20 @@ def test_fused_path_is_kmeans_at_infinite_lambda():
     ref = KMeans(4, init=init, n_init=1, tol=0, algorithm="lloyd").fit(X)
     np.testing.assert_array_equal(ours.labels_, ref.labels_)
     np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(weighted=True), dict(penalty="elementwise")])
+def test_fused_path_equals_numpy_path_along_a_warm_started_path(monkeypatch, kw):
+    # warm starts carry the fused pass's cluster sums from one lambda to the
+    # next; they must not leak a stale M-step into the new lambda
+    from robustclust import regularization_path
+    from robustclust.datasets import make_blobs_with_outliers
+    X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
+    est = RobustKMeans(4, random_state=0, n_init=2, **kw)
+    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 0)
+    fused = regularization_path(est, X, n_lambdas=25)
+    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    plain = regularization_path(est, X, n_lambdas=25)
+    np.testing.assert_array_equal(fused.n_outliers, plain.n_outliers)
+    np.testing.assert_array_equal(fused.n_iter, plain.n_iter)
+    np.testing.assert_allclose(fused.centers, plain.centers, rtol=1e-9, atol=1e-9)

@@ -41,7 +41,8 @@ def test_large_finite_lambda_equals_kmeans_and_lambda_zero_flags_all():
     big = RobustKMeans(3, lam=1e6, init=init, n_init=1, tol=0).fit(X)
     ref = KMeans(3, init=init, n_init=1, tol=0).fit(X)
     np.testing.assert_array_equal(big.labels_, ref.labels_)
-    zero = RobustKMeans(3, lam=0.0, init=init, n_init=1).fit(X)
+    # every point with a nonzero residual (here: no point sits on a centre)
+    zero = RobustKMeans(3, lam=0.0, init=init + 0.01, n_init=1).fit(X)
     assert zero.n_outliers_ == len(X)
     assert np.all(zero.labels_ == -1)
     assert zero.objective_ == pytest.approx(0.0, abs=1e-9)
@@ -124,12 +125,34 @@ def test_weighted_reduces_the_shrinkage_bias():
 
 
 def test_restarts_escape_the_kmeans_local_minimum():
-    # A K-means start with one centre on the outliers and two true clusters
-    # merged: the path from it alone keeps that split, the restarts do not.
-    data = make_blobs_with_outliers(n_outliers=80, random_state=0)
-    m = RobustKMeans(4, n_outliers=80, n_init=10, random_state=3).fit(data.X)
-    owners = np.argmin(((m.cluster_centers_[:, None] - data.centers[None]) ** 2).sum(-1), axis=1)
-    assert sorted(owners) == [0, 1, 2, 3]
+    # 40 outliers on a far ring: K-means spends centres on the ring and merges
+    # true clusters; the warm path from that solution keeps the split, the
+    # cold restarts at the selected lambda (judged by the l0 cost of eq. (3))
+    # do not.
+    from robustclust._selection import (_CountSearch, kmeans_solution, lambda_grid,
+                                        lambda_max, select_by_count)
+    data = make_blobs_with_outliers(n_outliers=0, random_state=0)
+    rng = np.random.default_rng(0)
+    angle, radius = rng.uniform(0, 2 * np.pi, 40), rng.uniform(8, 12, 40)
+    X = np.vstack([data.X, np.c_[radius * np.cos(angle), radius * np.sin(angle)]])
+    inits = [data.centers.copy()] + [
+        X[np.random.default_rng(s).choice(len(X), 4, replace=False)] for s in range(5)]
+    _, _, solver, _ = RobustKMeans(4, n_outliers=40)._prepare(X, None)
+
+    def right(M):
+        """Every true cluster has its own centre, within 1 of its mean."""
+        dist = np.linalg.norm(M[:, None] - data.centers[None], axis=-1)
+        return sorted(dist.argmin(axis=1)) == [0, 1, 2, 3] and dist.min(axis=1).max() < 1.0
+
+    km = kmeans_solution(solver, inits)
+    assert not right(km.centers)                      # K-means: centres on the ring
+    lmax = lambda_max(solver, km)
+    _, path_only = _CountSearch(lambda lam, st: solver.run(st, lam), 40).along_path(
+        lmax, km, lambda_grid(lmax, 30, 1e-3)[1:])
+    assert not right(path_only.centers)               # the path alone inherits it
+    _, state, _ = select_by_count(solver, inits, 40, weighted=False)
+    assert right(state.centers)                       # the restarts escape it
+    assert set(state.outlier_index) == set(range(200, 240))
 
 
 def test_n_outliers_fraction_and_zero():
@@ -193,6 +216,29 @@ def test_integer_sample_weight_equals_repetition():
     assert a.objective_ == pytest.approx(b.objective_)
 
 
+def test_l0_cost_for_restarts_uses_the_weights():
+    # eq. (3) with weights: the best single outlier is the heavy far point
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(50, 2)), [[6.0, 0.0], [0.0, 9.0]]])
+    w = np.r_[np.ones(50), 100.0, 1.0]
+    _, w, solver, _ = RobustKMeans(1, lam=1.0)._prepare(X, w)
+    state = solver.init_state(np.zeros((1, 2)))
+    d2 = (X**2).sum(1)
+    expected = np.dot(w, d2) - w[50] * d2[50]
+    assert solver.trimmed_cost(state, 1) == pytest.approx(expected)
+
+
+def test_default_weighted_lambda_does_not_depend_on_units():
+    X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
+    masks = [RobustKMeans(4, weighted=True, random_state=0).fit(X * scale).outlier_mask_
+             for scale in (1.0, 100.0, 1e4)]
+    plain = RobustKMeans(4, random_state=0).fit(X).outlier_mask_
+    assert plain.sum() > 0
+    for mask in masks:
+        assert mask.sum() == plain.sum()
+        np.testing.assert_array_equal(mask, masks[0])
+
+
 def test_zero_weight_points_do_not_move_centres():
     X = _blobs(4)
     w = np.ones(len(X))
@@ -203,16 +249,21 @@ def test_zero_weight_points_do_not_move_centres():
     np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, q=1.5), dict(lam=2.0, penalty="elementwise"),
-                                dict(n_outliers=15)])
-def test_sparse_input_gives_the_dense_result(kw):
+                                dict(n_outliers=15), dict(lam=3.0, weighted=True)])
+def test_sparse_input_gives_the_dense_result(kw, dtype):
     rng = np.random.default_rng(0)
     X = _blobs(5, n=200, p=6)
     X[rng.random(X.shape) < 0.5] = 0.0
+    X = X.astype(dtype)
+    w = rng.uniform(0.5, 2.0, size=len(X))
     init = X[:3]
-    a = RobustKMeans(3, init=init, n_init=1, **kw).fit(X)
-    b = RobustKMeans(3, init=init, n_init=1, **kw).fit(sp.csr_matrix(X))
-    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, atol=1e-10)
+    a = RobustKMeans(3, init=init, n_init=1, **kw).fit(X, sample_weight=w)
+    b = RobustKMeans(3, init=init, n_init=1, **kw).fit(sp.csr_matrix(X), sample_weight=w)
+    assert b.cluster_centers_.dtype == dtype
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_,
+                               atol=1e-10 if dtype == np.float64 else 1e-4)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_array_equal(a.predict(X), b.predict(sp.csr_matrix(X)))
 
@@ -239,19 +290,16 @@ def test_predict_on_training_points_mostly_agrees(kw):
 def test_predict_rule_on_new_points():
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
     m = RobustKMeans(4, n_outliers=40, random_state=0).fit(data.X)
-    c = m.cluster_centers_[0]
+    M = m.cluster_centers_
+    c = M[0]
+    away = c - np.delete(M, 0, axis=0).mean(axis=0)
+    away /= np.linalg.norm(away)             # points along it keep centre 0 nearest
     thr = m.lambda_ / 2
-    direction = np.array([1.0, 0.0])
-    near = c + 0.5 * thr * direction
-    far = c + 3 * thr * direction
-    far = far if np.argmin(((far - m.cluster_centers_) ** 2).sum(1)) == 0 else c + 1.2 * thr * direction
-    labels = m.predict(np.vstack([near, far]))
-    assert labels[0] == 0
-    d_far = np.linalg.norm(far - c)
-    if np.argmin(((far - m.cluster_centers_) ** 2).sum(1)) == 0 and d_far > thr:
-        assert labels[1] == -1
-        assert m.outlier_norms(far[None])[0] == pytest.approx(d_far - thr)
-    assert m.outlier_norms(near[None])[0] == 0.0
+    near, far = c + 0.5 * thr * away, c + 2.0 * thr * away
+    assert np.argmin(np.linalg.norm(far - M, axis=1)) == 0
+    np.testing.assert_array_equal(m.predict(np.vstack([near, far])), [0, -1])
+    # o = r (1 - thr / ||r||), so ||o|| = ||r|| - thr = thr
+    np.testing.assert_allclose(m.outlier_norms(np.vstack([near, far])), [0.0, thr])
 
 
 def test_outlier_norms_of_training_points_match_attribute():
@@ -310,11 +358,27 @@ X_OK = _blobs(0, n=30)
     (X_OK, dict(n_clusters=3, init=np.zeros((2, 4))), ValueError, r"initial centres \(2, 4\)"),
     (X_OK, dict(n_clusters=3, init=np.zeros((3, 5))), ValueError, r"initial centres \(3, 5\)"),
     (X_OK, dict(penalty="l0"), ValueError, "'penalty' parameter"),
+    (X_OK, dict(n_clusters=2, init=np.array([["a"] * 4] * 2)), ValueError, "could not convert"),
     (np.array([["a", "b"], ["c", "d"]], dtype=object), dict(n_clusters=1), ValueError, "could not convert"),
 ])
 def test_bad_input_is_named(X, params, exc, message):
     with pytest.raises(exc, match=message):
         RobustKMeans(**({"n_clusters": 3} | params)).fit(X)
+
+
+def test_bad_sample_weights_are_named():
+    with pytest.raises(ValueError, match="sample_weight"):
+        RobustKMeans(3, lam=5.0).fit(X_OK, sample_weight=-np.ones(len(X_OK)))
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        RobustKMeans(3, lam=5.0).fit(X_OK, sample_weight=np.zeros(len(X_OK)))
+    with pytest.raises(ValueError, match="sample_weight.shape"):
+        RobustKMeans(3, lam=5.0).fit(X_OK, sample_weight=np.ones(3))
+
+
+def test_fraction_rounding_to_zero_warns():
+    with pytest.warns(OutlierCountWarning, match="rounds to 0 outliers"):
+        m = RobustKMeans(3, n_outliers=0.001, random_state=0).fit(X_OK)
+    assert m.n_outliers_ == 0
 
 
 def test_predict_checks_feature_count_and_fit():

@@ -72,6 +72,9 @@ def test_path_rejects_bad_grids(data):
         regularization_path(RobustKMeans(4), data.X, lambdas=[1.0, -1.0])
     with pytest.raises(ValueError, match="n_lambdas must be a positive integer"):
         regularization_path(RobustKMeans(4), data.X, n_lambdas=0)
+    for ratio in (0.0, 5.0):
+        with pytest.raises(ValueError, match="lambda_min_ratio must be in"):
+            regularization_path(RobustKMeans(4), data.X, lambda_min_ratio=ratio)
 
 
 def test_path_does_not_modify_the_estimator(data):
