@@ -280,18 +280,32 @@ class RKMSolver:
         """
         centers = np.array(centers, dtype=self.X.dtype)
         empty_vals = np.empty((0, self.n_features), dtype=self.X.dtype)
-        if self._fused() and (lam is None or not np.isfinite(lam)):
+        finite = lam is not None and np.isfinite(lam)
+        if self._fused():
             with _THREADPOOLS.limit(limits=1, user_api="blas"):
                 _, labels, costs, sums, weights = hard_pass(
                     self.X, centers, self.sq_norms, self.sample_weight,
                     np.zeros(self.n_samples, dtype=np.intp))
-            return State(centers, labels, None, _EMPTY_INDEX, empty_vals, costs,
-                         self.objective_of(costs), cluster_sums=(sums, weights, "any"))
+            if not finite:
+                return State(centers, labels, None, _EMPTY_INDEX, empty_vals, costs,
+                             self.objective_of(costs), cluster_sums=(sums, weights, "any"))
+            # residuals to the nearest centres are the distances just computed
+            index, vals = self.outlier_step(lam, self.penalty, costs, centers, labels, None,
+                                            _EMPTY_INDEX, empty_vals)
+            nearest = labels[index]
+            mm = row_norms(centers, squared=True)
+            labels, _, costs = self.membership_step(lam, self.penalty, centers, None, mm, index,
+                                                    vals, (costs, labels, costs.copy()))
+            irls = self.penalty.name == "group"
+            sums, weights = self._fused_sums(sums, weights, nearest, labels, index, vals,
+                                             lam, centers, irls)
+            return State(centers, labels, None, index, vals, costs, self.objective_of(costs),
+                         cluster_sums=(sums, weights, ("irls", lam) if irls else "eq9"))
         G, mm = self._products(centers)
         labels, U, costs = self.membership_step(
             np.inf, self.penalty, centers, G.copy(), mm, _EMPTY_INDEX, empty_vals)
         index, vals = _EMPTY_INDEX, empty_vals
-        if lam is not None and np.isfinite(lam):
+        if finite:
             nw = self._norm_weights(U)
             if self.hard:
                 passed = self.hard_pass(G, mm, labels)
@@ -339,6 +353,27 @@ class RKMSolver:
         dist = np.sqrt(row_norms(R, squared=True))
         with np.errstate(divide="ignore"):
             return np.minimum(1.0, (lam / 2.0) / dist)
+
+    def _fused_sums(self, sums, weights, nearest, labels, index, vals, lam, centers, irls):
+        """Cluster sums for the next centre step, from the fused pass's ones.
+
+        The kernel summed w x_n into each point's nearest cluster; outlier rows
+        contribute w (x_n - o_n) (eq. (9)) or w a_n x_n (IRLS) to their final
+        cluster instead.  Returns (sums, weights), modified in place.
+        """
+        if len(index):
+            w = self.sample_weight[index]
+            x = dense_rows(self.X, index)
+            if irls:
+                w_new, target = w * self._irls_weights(lam, centers, labels, index), x
+            else:
+                w_new, target = w, x - vals
+            final = labels[index]
+            sums += (_onehot(final, w_new, self.n_clusters).T @ target
+                     - _onehot(nearest, w, self.n_clusters).T @ x)
+            weights += (np.bincount(final, w_new, self.n_clusters)
+                        - np.bincount(nearest, w, self.n_clusters))
+        return sums, weights
 
     def _run(self, state, lam, penalty, fused):
         centers, labels, U = state.centers, state.labels, state.memberships
@@ -390,23 +425,8 @@ class RKMSolver:
             labels, U, costs = self.membership_step(
                 lam, penalty, new_centers, G, mm, new_index, new_vals, passed)
             if fused:
-                # the kernel summed w x_n into the nearest cluster; outlier rows
-                # contribute w (x_n - o_n) (eq. (9)) or w a_n x_n (IRLS) to their
-                # final cluster instead
-                if len(new_index):
-                    wi = w[new_index]
-                    xi = dense_rows(self.X, new_index)
-                    if irls:
-                        w_new = wi * self._irls_weights(lam, new_centers, labels, new_index)
-                        target = xi
-                    else:
-                        w_new, target = wi, xi - new_vals
-                    final = labels[new_index]
-                    s_next += (_onehot(final, w_new, self.n_clusters).T @ target
-                               - _onehot(nearest, wi, self.n_clusters).T @ xi)
-                    w_next += (np.bincount(final, w_new, self.n_clusters)
-                               - np.bincount(nearest, wi, self.n_clusters))
-                next_sums = (s_next, w_next)
+                next_sums = self._fused_sums(s_next, w_next, nearest, labels, new_index,
+                                             new_vals, lam, new_centers, irls)
             obj = self.objective_of(costs)
             history.append(obj)
             center_shift = np.linalg.norm(new_centers - centers)

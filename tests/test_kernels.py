@@ -75,3 +75,19 @@ def test_fused_path_equals_numpy_path_along_a_warm_started_path(monkeypatch, kw)
     np.testing.assert_array_equal(fused.n_outliers, plain.n_outliers)
     np.testing.assert_array_equal(fused.n_iter, plain.n_iter)
     np.testing.assert_allclose(fused.centers, plain.centers, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, penalty="elementwise"),
+                                dict(lam=0.05, weighted=True), dict(n_outliers=40)])
+def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
+    from robustclust.datasets import make_blobs_with_outliers
+    X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
+    w = np.random.default_rng(0).uniform(0.5, 2, size=len(X))
+    est = RobustKMeans(4, random_state=0, n_init=3, **kw)
+    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 0)
+    fused = est.fit(X, sample_weight=w)
+    fused_hist, fused_labels = fused.objective_history_, fused.labels_
+    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    plain = RobustKMeans(4, random_state=0, n_init=3, **kw).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(fused_labels, plain.labels_)
+    np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
