@@ -175,9 +175,13 @@ class RKMSolver:
         ``r2`` holds ||r_n||^2 for every point (used by the group penalty).
         """
         X = self.X
-        if penalty.name == "group":
-            tau = penalty.thresholds(lam, self.n_samples, prev_index, prev_vals, X.dtype)
-            cand = penalty.candidates(r2, tau)
+        if penalty.row_sparse:
+            # only points whose residual norm exceeds their threshold can move
+            tau = penalty.threshold(lam)
+            if penalty.weighted:
+                tau = np.full(self.n_samples, tau)
+                tau[prev_index] = penalty.threshold_at(lam, prev_vals)
+            cand = np.flatnonzero(r2 > tau * tau)
             R = residual_rows(X, centers, labels, norm_weights, cand)
             vals = penalty.prox(R, tau if np.isscalar(tau) else tau[cand])
         else:
@@ -187,13 +191,15 @@ class RKMSolver:
             for start in range(0, self.n_samples, self.chunk_rows):
                 rows = np.arange(start, min(start + self.chunk_rows, self.n_samples))
                 R = residual_rows(X, centers, labels, norm_weights, rows)
-                tau = penalty.entry_thresholds(lam, rows, lookup, prev_vals)
-                O = penalty.prox(R, tau)
+                prev = np.zeros(R.shape)
+                pos = lookup[rows]
+                prev[pos >= 0] = prev_vals[pos[pos >= 0]]
+                O = penalty.prox(R, penalty.threshold_at(lam, prev))
                 keep = np.flatnonzero(np.any(O != 0, axis=1))
                 idx_parts.append(rows[keep])
                 val_parts.append(O[keep])
             cand = np.concatenate(idx_parts)
-            vals = np.concatenate(val_parts) if val_parts else np.empty((0, self.n_features))
+            vals = np.concatenate(val_parts)
         keep = np.any(vals != 0, axis=1)
         return cand[keep].astype(np.intp), vals[keep].astype(X.dtype, copy=False)
 
@@ -443,6 +449,50 @@ class RKMSolver:
                 break
         return replace(current, history=history, n_iter=it, converged=converged)
 
+    def assign(self, centers, stages, max_iter=100):
+        """Memberships and outlier vectors of the solver's points, centres fixed.
+
+        The O- and U-steps of the fit, alternated with the centres held fixed
+        until they settle.  ``stages`` is a list of (lam, weighted) pairs run
+        one after the other, each started from the previous one's result, as
+        in training: [(lam, False)] for RKM, [(lam_unweighted, False),
+        (lam, True)] for the weighted variant, whose MM reweighting starts
+        from the unweighted solution.  For q = 1 and the convex penalty one
+        pass is exact: the nearest centre and the prox of the residual
+        (moving x toward its nearest centre keeps that centre nearest).
+
+        Returns (labels, memberships or None, outlier_index, outlier_vectors,
+        point_costs).
+        """
+        centers = np.asarray(centers, dtype=self.X.dtype)
+        G, mm = self._products(centers)
+        index = _EMPTY_INDEX
+        vals = np.empty((0, self.n_features), dtype=self.X.dtype)
+        labels, U, costs = self.membership_step(np.inf, self.penalty, centers, G.copy(), mm,
+                                                index, vals)
+        for lam, weighted in stages:
+            penalty = self.log_penalty if weighted else self.penalty
+            for _ in range(max_iter):
+                nw = self._norm_weights(U)
+                if self.hard:
+                    passed = self.hard_pass(G, mm, labels)
+                    r2 = passed[0]
+                else:
+                    passed = None
+                    r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
+                new_index, new_vals = self.outlier_step(lam, penalty, r2, centers, labels, nw,
+                                                        index, vals)
+                new_labels, new_U, costs = self.membership_step(
+                    lam, penalty, centers, G.copy(), mm, new_index, new_vals, passed)
+                settled = (np.array_equal(new_index, index)
+                           and np.allclose(new_vals, vals, rtol=1e-12, atol=0)
+                           and np.array_equal(new_labels, labels)
+                           and (U is None or np.allclose(new_U, U, rtol=0, atol=1e-12)))
+                index, vals, labels, U = new_index, new_vals, new_labels, new_U
+                if settled:
+                    break
+        return labels, U, index, vals, costs
+
     def residual_max(self, state):
         """max_n ||r_n||_2 (group) or max_{n,j} |r_nj| (elementwise) at ``state``.
 
@@ -450,7 +500,7 @@ class RKMSolver:
         at which no point is flagged.
         """
         nw = self._norm_weights(state.memberships)
-        if self.penalty.name == "group":
+        if self.penalty.row_sparse:
             G, mm = self._products(state.centers)
             r2 = self._residual_sq_norms(G, mm, state.centers, state.labels, nw)
             return float(np.sqrt(r2.max()))
@@ -509,65 +559,3 @@ def _outlier_shift(index_a, vals_a, index_b, vals_b):
     diff[np.searchsorted(union, index_a)] += vals_a
     diff[np.searchsorted(union, index_b)] -= vals_b
     return float(np.linalg.norm(diff))
-
-
-def assign_points(X, centers, q, stages, max_iter=200):
-    """Memberships and outlier vectors of points against fixed centres.
-
-    The BCD of the fit with the centres held fixed, for each point on its
-    own: alternate the O-step and the U-step until both settle.  ``stages``
-    is a list of (lam, penalty) pairs run one after the other, each started
-    from the previous one's result, as in training: [(lam, group)] for RKM,
-    [(lam_unweighted, group), (lam, log_group)] for the weighted variant,
-    whose MM reweighting needs the unweighted solution as its start.  For
-    q = 1 and the convex penalty one pass is exact: the nearest centre and
-    the prox of the residual (moving x toward its nearest centre keeps that
-    centre nearest).
-
-    Returns (labels, memberships or None, outlier_index, outlier_vectors,
-    point_costs).
-    """
-    n = X.shape[0]
-    Xd = np.asarray(dense_rows(X, np.arange(n)), dtype=np.float64)
-    M = centers.astype(np.float64)
-    mm = row_norms(M, squared=True)
-    O = np.zeros_like(Xd)
-    rows = np.arange(n)
-
-    def costs_of(O, lam, penalty):
-        Y = Xd - O
-        D = np.maximum(row_norms(Y, squared=True)[:, None] - 2.0 * Y @ M.T + mm, 0.0)
-        flagged = np.any(O != 0, axis=1)
-        if flagged.any():
-            D[flagged] += lam * penalty.value(O[flagged])[:, None]
-        return D
-
-    D = costs_of(O, np.inf, stages[0][1])
-    if q == 1:
-        U = np.zeros_like(D)
-        U[rows, D.argmin(axis=1)] = 1.0
-    else:
-        U = fuzzy_memberships(D, q)
-    for lam, penalty in stages:
-        for _ in range(max_iter):
-            W = U**q
-            R = Xd - (W / W.sum(axis=1, keepdims=True)) @ M
-            if np.isfinite(lam):
-                O_new = penalty.prox(R, penalty.dense_thresholds(lam, O))
-            else:
-                O_new = np.zeros_like(R)
-            D = costs_of(O_new, lam, penalty)
-            if q == 1:
-                U_new = np.zeros_like(D)
-                U_new[rows, D.argmin(axis=1)] = 1.0
-            else:
-                U_new = fuzzy_memberships(D, q)
-            done = (np.allclose(O_new, O, rtol=1e-12, atol=1e-12)
-                    and np.allclose(U_new, U, rtol=0, atol=1e-12))
-            O, U = O_new, U_new
-            if done:
-                break
-    labels = np.argmax(U, axis=1)
-    costs = np.einsum("nc,nc->n", U**q, D)
-    flagged = np.flatnonzero(np.any(O != 0, axis=1))
-    return labels, (None if q == 1 else U), flagged, O[flagged], costs

@@ -24,7 +24,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._bcd import RKMSolver, assign_points
+from ._bcd import RKMSolver
 from ._penalties import make_penalty
 from ._selection import (
     best_of,
@@ -427,12 +427,16 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     # -- new points ----------------------------------------------------------------
     def _assign(self, X):
+        """Per-point training steps for new points with the fitted centres."""
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        stages = [(self.unweighted_lambda_, make_penalty(self.penalty))]
+        solver = RKMSolver(X, np.ones(X.shape[0]), self.n_clusters, self.q,
+                           make_penalty(self.penalty),
+                           make_penalty(self.penalty, True, self.eps_), self.max_iter, self.tol)
+        stages = [(self.unweighted_lambda_, False)]
         if self.weighted:
-            stages.append((self.lambda_, make_penalty(self.penalty, True, self.eps_)))
-        return X, assign_points(X, self.cluster_centers_, self.q, stages)
+            stages.append((self.lambda_, True))
+        return X, solver.assign(self.cluster_centers_, stages)
 
     def predict(self, X):
         """Nearest cluster of each point, -1 where it would be flagged.

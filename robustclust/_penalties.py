@@ -39,9 +39,14 @@ import numpy as np
 
 
 class GroupPenalty:
-    """rho(o) = ||o||_2 (or log(1 + ||o||_2 / eps) when weighted)."""
+    """rho(o) = ||o||_2 (or log(1 + ||o||_2 / eps) when weighted).
+
+    Whole rows are outliers: the O-step can skip every point whose residual
+    norm is below the threshold (``row_sparse``).
+    """
 
     name = "group"
+    row_sparse = True
 
     def __init__(self, weighted=False, eps=None):
         self.weighted = weighted
@@ -58,42 +63,46 @@ class GroupPenalty:
             return np.log1p(norms / self.eps)
         return norms
 
-    def thresholds(self, lam, n_samples, prev_index, prev_vals, dtype):
-        """Thresholds tau_n (eq. (11): the scalar lam / 2; eq. (30) when weighted)."""
-        if not self.weighted:
-            return lam / 2.0
-        tau = np.full(n_samples, lam / (2.0 * self.eps), dtype=np.float64)
-        tau[prev_index] = lam / (2.0 * (self.magnitudes(prev_vals) + self.eps))
-        return tau
+    def threshold(self, lam):
+        """Threshold for a point whose previous o_n is 0: lam / 2 (eq. (11)),
+        lam / (2 eps) when weighted (eq. (30))."""
+        return lam / (2.0 * self.eps) if self.weighted else lam / 2.0
 
-    def candidates(self, r2, tau):
-        """Points whose residual norm exceeds the threshold."""
-        return np.flatnonzero(r2 > tau * tau)
+    def threshold_at(self, lam, prev):
+        """Thresholds given the previous outlier rows ``prev`` (k, p): (k,) here.
+
+        eq. (30): lam_n / 2 = lam / (2 (||o_n|| + eps)) when weighted.
+        """
+        if not self.weighted:
+            return np.full(prev.shape[0], lam / 2.0)
+        return lam / (2.0 * (self.magnitudes(prev) + self.eps))
 
     def prox(self, R, tau):
-        """Group soft threshold of the rows of R with per-row thresholds tau (k,)."""
+        """Group soft threshold of the rows of R, thresholds tau (scalar or (k,))."""
         norms = self.magnitudes(R)
         tau = np.broadcast_to(tau, norms.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
             shrink = np.where(norms > tau, 1.0 - tau / norms, 0.0)
         return R * shrink.astype(R.dtype, copy=False)[:, None]
 
-    def dense_thresholds(self, lam, prev):
-        """Thresholds for dense rows, given the previous outlier rows ``prev``."""
-        if not self.weighted:
-            return np.full(prev.shape[0], lam / 2.0)
-        return lam / (2.0 * (self.magnitudes(prev) + self.eps))
+    def lambda_max(self, residual_max):
+        """Smallest lam at which the O-step from O = 0 flags nothing.
 
-    def lambda_max(self, residual_norm_max):
-        """Smallest lam at which the O-step from O = 0 flags nothing."""
-        scale = 2.0 * residual_norm_max
+        ``residual_max`` is max_n ||r_n||_2 (group) or max_{n,j} |r_nj|
+        (elementwise).
+        """
+        scale = 2.0 * residual_max
         return scale * self.eps if self.weighted else scale
 
 
 class ElementwisePenalty(GroupPenalty):
-    """rho(o) = ||o||_1 (or sum_j log(1 + |o_j| / eps) when weighted)."""
+    """rho(o) = ||o||_1 (or sum_j log(1 + |o_j| / eps) when weighted).
+
+    Entries are outliers: every residual entry must be looked at.
+    """
 
     name = "elementwise"
+    row_sparse = False
 
     def value(self, vals):
         a = np.abs(vals).astype(np.float64, copy=False)
@@ -101,32 +110,16 @@ class ElementwisePenalty(GroupPenalty):
             return np.log1p(a / self.eps).sum(axis=1)
         return a.sum(axis=1)
 
-    def thresholds(self, lam, n_samples, prev_index, prev_vals, dtype):
-        # Entry-wise thresholds are formed chunk by chunk in ``entry_thresholds``.
-        return None
-
-    def entry_thresholds(self, lam, rows, prev_lookup, prev_vals):
-        """Thresholds (len(rows), p) for the entries of the given rows."""
-        p = prev_vals.shape[1]
-        if not self.weighted:
-            return np.full((len(rows), p), lam / 2.0)
-        tau = np.full((len(rows), p), lam / (2.0 * self.eps))
-        pos = prev_lookup[rows]
-        has_prev = pos >= 0
-        tau[has_prev] = lam / (2.0 * (np.abs(prev_vals[pos[has_prev]]) + self.eps))
-        return tau
-
-    def candidates(self, r2, tau):  # pragma: no cover - never used for this penalty
-        raise NotImplementedError
-
-    def prox(self, R, tau):
-        a = np.abs(R)
-        return (np.sign(R) * np.maximum(a - tau, 0.0)).astype(R.dtype, copy=False)
-
-    def dense_thresholds(self, lam, prev):
+    def threshold_at(self, lam, prev):
+        """Per-entry thresholds (k, p): lam / (2 (|o_nj| + eps)) when weighted."""
         if not self.weighted:
             return np.full(prev.shape, lam / 2.0)
         return lam / (2.0 * (np.abs(prev) + self.eps))
+
+    def prox(self, R, tau):
+        """Entry-wise soft threshold of R (thresholds scalar or R's shape)."""
+        a = np.abs(R)
+        return (np.sign(R) * np.maximum(a - tau, 0.0)).astype(R.dtype, copy=False)
 
 
 def make_penalty(name, weighted=False, eps=None):

@@ -111,7 +111,7 @@ def test_prox_matches_brute_force_minimization(r, lam, penalty):
     def cost(o):
         return np.sum((r - o) ** 2) + lam * rho(o)
 
-    got = pen.prox(r[None], pen.dense_thresholds(lam, np.zeros((1, 3))))[0]
+    got = pen.prox(r[None], pen.threshold_at(lam, np.zeros((1, 3))))[0]
     starts = [np.zeros(3), r, r * 0.5]
     best = min((minimize(cost, s, method="Nelder-Mead",
                          options=dict(xatol=1e-10, fatol=1e-12, maxiter=5000)) for s in starts),
@@ -128,7 +128,7 @@ def test_mm_step_decreases_the_log_penalized_cost(r, prev, lam, eps):
     # so the true cost ||r - o||^2 + lam log(1 + ||o|| / eps) cannot go up.
     r, prev = np.array(r), np.array(prev)
     pen = make_penalty("group", weighted=True, eps=eps)
-    new = pen.prox(r[None], pen.dense_thresholds(lam, prev[None]))[0]
+    new = pen.prox(r[None], pen.threshold_at(lam, prev[None]))[0]
 
     def cost(o):
         return np.sum((r - o) ** 2) + lam * np.log1p(np.linalg.norm(o) / eps)
