@@ -312,17 +312,8 @@ class RKMSolver:
             np.inf, self.penalty, centers, G.copy(), mm, _EMPTY_INDEX, empty_vals)
         index, vals = _EMPTY_INDEX, empty_vals
         if finite:
-            nw = self._norm_weights(U)
-            if self.hard:
-                passed = self.hard_pass(G, mm, labels)
-                r2 = passed[0]
-            else:
-                passed = None
-                r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
-            index, vals = self.outlier_step(lam, self.penalty, r2, centers, labels, nw,
-                                            _EMPTY_INDEX, empty_vals)
-            labels, U, costs = self.membership_step(lam, self.penalty, centers, G, mm,
-                                                    index, vals, passed)
+            labels, U, index, vals, costs = self._step_at_fixed_centres(
+                lam, self.penalty, centers, G, mm, labels, U, index, vals)
         return State(centers, labels, U, index, vals, costs, self.objective_of(costs))
 
     def run(self, state, lam, weighted=False):
@@ -449,6 +440,23 @@ class RKMSolver:
                 break
         return replace(current, history=history, n_iter=it, converged=converged)
 
+    def _step_at_fixed_centres(self, lam, penalty, centers, G, mm, labels, U, index, vals):
+        """One O-step and one U-step with the centres (and G = X M^T) fixed.
+
+        Returns (labels, memberships, outlier_index, outlier_vectors, costs).
+        """
+        nw = self._norm_weights(U)
+        if self.hard:
+            passed = self.hard_pass(G, mm, labels)
+            r2 = passed[0]
+        else:
+            passed = None
+            r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
+        index, vals = self.outlier_step(lam, penalty, r2, centers, labels, nw, index, vals)
+        labels, U, costs = self.membership_step(lam, penalty, centers, G.copy(), mm,
+                                                index, vals, passed)
+        return labels, U, index, vals, costs
+
     def assign(self, centers, stages, max_iter=100):
         """Memberships and outlier vectors of the solver's points, centres fixed.
 
@@ -473,17 +481,8 @@ class RKMSolver:
         for lam, weighted in stages:
             penalty = self.log_penalty if weighted else self.penalty
             for _ in range(max_iter):
-                nw = self._norm_weights(U)
-                if self.hard:
-                    passed = self.hard_pass(G, mm, labels)
-                    r2 = passed[0]
-                else:
-                    passed = None
-                    r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
-                new_index, new_vals = self.outlier_step(lam, penalty, r2, centers, labels, nw,
-                                                        index, vals)
-                new_labels, new_U, costs = self.membership_step(
-                    lam, penalty, centers, G.copy(), mm, new_index, new_vals, passed)
+                new_labels, new_U, new_index, new_vals, costs = self._step_at_fixed_centres(
+                    lam, penalty, centers, G, mm, labels, U, index, vals)
                 settled = (np.array_equal(new_index, index)
                            and np.allclose(new_vals, vals, rtol=1e-12, atol=0)
                            and np.array_equal(new_labels, labels)
