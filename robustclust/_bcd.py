@@ -492,6 +492,10 @@ class RKMSolver:
                     break
         return labels, U, index, vals, costs
 
+    def lambda_max(self, state):
+        """Smallest lam at which the O-step flags nothing, from ``state``."""
+        return self.penalty.lambda_max(self.residual_max(state))
+
     def residual_max(self, state):
         """max_n ||r_n||_2 (group) or max_{n,j} |r_nj| (elementwise) at ``state``.
 

@@ -26,18 +26,8 @@ from sklearn.utils.validation import (
 
 from ._bcd import RKMSolver
 from ._penalties import make_penalty
-from ._selection import (
-    best_of,
-    default_lambda,
-    fit_at,
-    kmeans_solution,
-    select_by_count,
-    tune_weighted,
-)
-
-
-class OutlierCountWarning(UserWarning):
-    """The requested number of outliers could not be flagged exactly."""
+from ._base import check_outlier_params
+from ._selection import OutlierCountWarning, default_lambda, fit_lambda
 
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
@@ -256,15 +246,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                              accept_large_sparse=False)
 
     def _check_params_vs_input(self, X):
-        n_samples = X.shape[0]
-        if n_samples < self.n_clusters:
-            raise ValueError(
-                f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
-        if self.lam is not None and self.n_outliers is not None:
-            raise ValueError(
-                "Give at most one of lam and n_outliers: lam fixes the outlier "
-                "threshold, n_outliers asks for lam to be chosen; got "
-                f"lam={self.lam!r} and n_outliers={self.n_outliers!r}.")
+        self._target = check_outlier_params(self, X.shape[0], self.n_clusters)
         self._n_init = self.n_init
         if not isinstance(self.init, str):
             init = check_array(self.init, dtype=[np.float64, np.float32],
@@ -282,22 +264,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                     f"initialisation instead of n_init={self.n_init}.",
                     RuntimeWarning, stacklevel=3)
                 self._n_init = 1
-        self._target = None
-        if self.n_outliers is not None:
-            if isinstance(self.n_outliers, Integral):
-                s = int(self.n_outliers)
-                if s >= n_samples:
-                    raise ValueError(
-                        f"n_outliers={s} must be smaller than the number of "
-                        f"samples ({n_samples}).")
-            else:
-                s = int(round(self.n_outliers * n_samples))
-                if s == 0:
-                    warnings.warn(
-                        f"n_outliers={self.n_outliers} of {n_samples} samples rounds to "
-                        "0 outliers: nothing will be flagged.", OutlierCountWarning,
-                        stacklevel=3)
-            self._target = s
 
     def _initial_centers(self, X, sample_weight, rng):
         if not isinstance(self.init, str):
@@ -360,38 +326,13 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self : RobustKMeans
         """
         X, sample_weight, solver, inits = self._prepare(X, sample_weight)
-        if self._target is not None:
-            lam, state, lam_unweighted = select_by_count(
-                solver, inits, self._target, self.weighted)
-            if state.n_outliers != self._target:
-                warnings.warn(
-                    f"n_outliers={self._target} was asked for but no lambda on the "
-                    f"path flags exactly that many points; {state.n_outliers} are "
-                    f"flagged (lambda_={lam:.6g}).", OutlierCountWarning, stacklevel=2)
-        elif self.lam is not None:
-            lam = lam_unweighted = float(self.lam)
-            state = best_of((fit_at(solver, solver.init_state(c, lam), lam, self.weighted)
-                             for c in inits), key=lambda st: st.objective)
-        else:
-            lam, lam_unweighted, state = self._fit_default_lambda(
-                X, sample_weight, solver, inits)
+        lam, lam_unweighted, state = fit_lambda(
+            solver, inits, lam=None if self.lam is None else float(self.lam),
+            target=self._target, weighted=self.weighted,
+            default_lam=lambda st: self._default_lambda(X, sample_weight, solver, st))
         self._store(X, state, lam)
         self.unweighted_lambda_ = float(lam_unweighted)
         return self
-
-    def _fit_default_lambda(self, X, sample_weight, solver, inits):
-        km = kmeans_solution(solver, inits)
-        lam = self._default_lambda(X, sample_weight, solver, km)
-        runs = [solver.run(km, lam)] + [solver.run(solver.init_state(c, lam), lam)
-                                        for c in inits]
-        best = best_of(runs, key=lambda st: st.objective)
-        lam = self._default_lambda(X, sample_weight, solver, best)
-        state = solver.run(best, lam)
-        if not self.weighted:
-            return lam, lam, state
-        # the weighted lam is tuned to flag what the unweighted default flags
-        lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
-        return lam_w, lam, state_w
 
     def _default_lambda(self, X, sample_weight, solver, state):
         return default_lambda(solver.nearest_sq_dists(state.centers), sample_weight,

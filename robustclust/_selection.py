@@ -10,6 +10,7 @@ estimator family (K-means, mixtures, kernels) shares it:
 """
 
 import math
+import warnings
 
 import numpy as np
 from scipy import stats
@@ -37,14 +38,15 @@ def best_of(states, key):
 
 
 def kmeans_solution(solver, inits):
-    """Plain K-means (lam = inf) from each initialisation; the best by cost."""
+    """The lam = inf solution (K-means, or the plain mixture) from each
+    initialisation; the best by cost."""
     return best_of((solver.run(solver.init_state(c), math.inf) for c in inits),
                    key=lambda st: st.objective)
 
 
 def lambda_max(solver, state):
-    """Smallest lam at which no point is flagged, at a K-means fixed point."""
-    return solver.penalty.lambda_max(solver.residual_max(state))
+    """Smallest lam at which no point is flagged, at a lam = inf fixed point."""
+    return solver.lambda_max(state)
 
 
 def lambda_grid(lam_max, n_lambdas, min_ratio):
@@ -213,3 +215,45 @@ def tune_weighted(solver, start, lam, s):
         return solver.run(start, lam_w, weighted=True)
 
     return _CountSearch(evaluate_weighted, s).local(lam, evaluate_weighted(lam, None))
+
+
+class OutlierCountWarning(UserWarning):
+    """The requested number of outliers could not be flagged exactly."""
+
+
+def fit_lambda(solver, inits, *, lam, target, weighted, default_lam):
+    """The three ways an estimator's lam is set; returns (lam, unweighted_lam, state).
+
+    * ``target`` (a count s): :func:`select_by_count`, with a warning when the
+      path cannot flag exactly s points;
+    * ``lam``: the paper's recipe at that lam from every initialisation, the
+      best run kept by its cost;
+    * neither: ``default_lam(state)`` at the lam = inf solution, restarts at
+      that lam, ``default_lam`` once more at the best run, a warm refit; with
+      ``weighted`` the weighted lam is then tuned to flag as many points as
+      the unweighted default does (running both at one lam makes the count
+      depend on the data's units).
+    """
+    if target is not None:
+        lam, state, lam_unweighted = select_by_count(solver, inits, target, weighted)
+        if state.n_outliers != target:
+            warnings.warn(
+                f"n_outliers={target} was asked for but no lambda on the path flags "
+                f"exactly that many points; {state.n_outliers} are flagged "
+                f"(lambda_={lam:.6g}).", OutlierCountWarning, stacklevel=3)
+        return lam, lam_unweighted, state
+    if lam is not None:
+        state = best_of((fit_at(solver, solver.init_state(c, lam), lam, weighted)
+                         for c in inits), key=lambda st: st.objective)
+        return lam, lam, state
+    start = kmeans_solution(solver, inits)
+    lam = default_lam(start)
+    runs = [solver.run(start, lam)] + [solver.run(solver.init_state(c, lam), lam)
+                                       for c in inits]
+    best = best_of(runs, key=lambda st: st.objective)
+    lam = default_lam(best)
+    state = solver.run(best, lam)
+    if not weighted:
+        return lam, lam, state
+    lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
+    return lam_w, lam, state_w

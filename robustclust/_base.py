@@ -1,0 +1,35 @@
+"""Parameter checks shared by the robust estimators."""
+
+import warnings
+from numbers import Integral
+
+from ._selection import OutlierCountWarning
+
+
+def check_outlier_params(estimator, n_samples, n_clusters):
+    """Check n_clusters, lam and n_outliers against the data; the target count.
+
+    Returns the target number of outliers s, or None when ``n_outliers`` is
+    not given.  The errors name the offending parameter.
+    """
+    if n_samples < n_clusters:
+        raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
+    lam, n_outliers = estimator.lam, estimator.n_outliers
+    if lam is not None and n_outliers is not None:
+        raise ValueError(
+            "Give at most one of lam and n_outliers: lam fixes the outlier "
+            "threshold, n_outliers asks for lam to be chosen; got "
+            f"lam={lam!r} and n_outliers={n_outliers!r}.")
+    if n_outliers is None:
+        return None
+    if isinstance(n_outliers, Integral):
+        s = int(n_outliers)
+        if s >= n_samples:
+            raise ValueError(f"n_outliers={s} must be smaller than the number of "
+                             f"samples ({n_samples}).")
+        return s
+    s = int(round(n_outliers * n_samples))
+    if s == 0:
+        warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
+                      "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=4)
+    return s
