@@ -5,14 +5,17 @@ regularization, after Forero, Kekatos and Giannakis, "Robust Clustering Using
 Outlier-Sparsity Regularization", IEEE Trans. Signal Processing, 2012.
 """
 
-from ._kmeans import OutlierCountWarning, RobustKMeans
+from ._kmeans import RobustKMeans
+from ._mixture import RobustGaussianMixture
 from ._path import RegularizationPath, regularization_path
+from ._selection import OutlierCountWarning
 
 __version__ = "0.1.0"
 
 __all__ = [
     "OutlierCountWarning",
     "RegularizationPath",
+    "RobustGaussianMixture",
     "RobustKMeans",
     "regularization_path",
     "__version__",

@@ -172,7 +172,8 @@ def select_by_count(solver, inits, s, weighted, n_grid=30, min_ratio=1e-3):
        also restarted cold at that lam and the best state is kept, judged by
        the l0-constrained cost of eq. (3) with s outliers (comparable whatever
        each state's own count is).
-    4. Bisection again from the kept state, warm-started, to hit s exactly.
+    4. Bisection again, every evaluation started from the kept state, to hit
+       s exactly.
     5. Weighted variant: from that solution, tune the weighted lam on its own
        (running both at one lam breaks when norms are small: the count sits
        at 0 and then jumps by hundreds).
@@ -193,7 +194,14 @@ def select_by_count(solver, inits, s, weighted, n_grid=30, min_ratio=1e-3):
         lam_max, km, lambda_grid(lam_max, n_grid, min_ratio)[1:])
     candidates = [st1] + [solver.run(solver.init_state(c, lam1), lam1) for c in inits]
     kept = best_of(candidates, key=lambda st: solver.trimmed_cost(st, s))
-    lam, state = _CountSearch(evaluate, s).local(lam1, kept)
+
+    def from_kept(lam, _warm):
+        # every evaluation restarts from the kept state: warm-starting from the
+        # previous evaluation lets the solution drift out of the kept basin
+        # (a mixture component sliding onto the outliers as lam grows)
+        return solver.run(kept, lam)
+
+    lam, state = _CountSearch(from_kept, s).local(lam1, kept)
     if not weighted:
         return lam, state, lam
     lam_w, state_w = tune_weighted(solver, state, lam, s)
