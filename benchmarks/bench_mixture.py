@@ -1,0 +1,87 @@
+"""Time per EM iteration: RobustGaussianMixture vs scikit-learn's GaussianMixture.
+
+Same data, same process, same initial parameters (means, weights, covariance);
+spherical (ours: one common sigma^2; scikit-learn's: one per component) and
+full (ours) vs tied (scikit-learn).  Per-iteration cost is
+(t(2k iterations) - t(k)) / k, median over repeats; fixed lam.
+
+    python benchmarks/bench_mixture.py [--n 200000] [--p 32] [--c 16] [--repeats 5]
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy.stats import chi2
+from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture
+
+from robustclust import RobustGaussianMixture
+
+
+def fit_time(model, X):
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    return time.perf_counter() - start, model.n_iter_
+
+
+def per_iteration(make, X, k, repeats):
+    marginal, whole = [], []
+    for _ in range(repeats):
+        short, n1 = fit_time(make(k), X)
+        long, n2 = fit_time(make(2 * k), X)
+        assert (n1, n2) == (k, 2 * k), (n1, n2)
+        marginal.append((long - short) / k)
+        whole.append(short)
+    return float(np.median(marginal)), float(np.median(whole))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200_000)
+    parser.add_argument("--p", type=int, default=32)
+    parser.add_argument("--c", type=int, default=16)
+    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    means = rng.normal(scale=0.5, size=(args.c, args.p))
+    X = means[rng.integers(args.c, size=args.n)] + rng.normal(size=(args.n, args.p))
+    X[: args.n // 100] = rng.uniform(-10, 10, size=(args.n // 100, args.p))
+    M0, _ = kmeans_plusplus(X, args.c, random_state=0)
+    lam = float(np.sqrt(chi2.isf(1e-3, args.p)))  # the default: 0.1% of Gaussian inliers
+    print(f"N={args.n}, p={args.p}, C={args.c}, lam={lam:.3f}; per-iteration cost = "
+          f"(t({2 * args.iters} it) - t({args.iters} it)) / {args.iters}, median of {args.repeats}")
+    print(f"{'ours':10s} {'sklearn':8s} {'ours ms/it':>10s} {'sklearn ms/it':>13s} {'ratio':>6s}"
+          f" {'outliers':>9s}")
+    for ours_type, ref_type in [("spherical", "spherical"), ("full", "tied")]:
+        est = RobustGaussianMixture(args.c, covariance_type=ours_type, reg_covar=0)
+        _, _, solver, _ = est._prepare(X)
+        M, w, cov = solver.params_from_means(M0)
+        if ref_type == "spherical":
+            precisions = np.full(args.c, 1.0 / cov)
+        else:
+            precisions = np.linalg.inv(cov)
+
+        def ours(k):
+            return RobustGaussianMixture(args.c, lam=lam, covariance_type=ours_type, init=M0,
+                                         n_init=1, tol=0, max_iter=k, reg_covar=0)
+
+        def ref(k):
+            return GaussianMixture(args.c, covariance_type=ref_type, weights_init=w,
+                                   means_init=M, precisions_init=precisions, tol=0,
+                                   max_iter=k, reg_covar=0)
+
+        it_ours, _ = per_iteration(ours, X, args.iters, args.repeats)
+        it_ref, _ = per_iteration(ref, X, args.iters, args.repeats)
+        flagged = ours(args.iters).fit(X).n_outliers_
+        print(f"{ours_type:10s} {ref_type:8s} {1e3 * it_ours:10.1f} {1e3 * it_ref:13.1f} "
+              f"{it_ours / it_ref:6.2f} {flagged:9d}")
+
+
+if __name__ == "__main__":
+    main()
