@@ -204,10 +204,7 @@ class RPCSolver:
             tau[prev_index] = penalty.threshold_at(2.0 * lam, cov.whiten(prev_vals))
         cand = np.flatnonzero(r2 > tau * tau)
         R = dense_rows(self.X, cand) - resp[cand] @ M
-        norms = np.sqrt(cov.sq_norms(R))
-        t = tau if np.isscalar(tau) else tau[cand]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            shrink = np.where(norms > t, 1.0 - t / norms, 0.0)
+        shrink = penalty.shrink(np.sqrt(cov.sq_norms(R)), tau if np.isscalar(tau) else tau[cand])
         vals = R * shrink[:, None]
         keep = shrink > 0
         return cand[keep], vals[keep].astype(self.X.dtype, copy=False)

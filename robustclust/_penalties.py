@@ -77,12 +77,17 @@ class GroupPenalty:
             return np.full(prev.shape[0], lam / 2.0)
         return lam / (2.0 * (self.magnitudes(prev) + self.eps))
 
-    def prox(self, R, tau):
-        """Group soft threshold of the rows of R, thresholds tau (scalar or (k,))."""
-        norms = self.magnitudes(R)
+    @staticmethod
+    def shrink(norms, tau):
+        """Group soft-threshold factors [1 - tau / ||r||]_+ of eq. (11) for rows of
+        norms ``norms`` (any norm: the mixture passes Mahalanobis norms)."""
         tau = np.broadcast_to(tau, norms.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
-            shrink = np.where(norms > tau, 1.0 - tau / norms, 0.0)
+            return np.where(norms > tau, 1.0 - tau / norms, 0.0)
+
+    def prox(self, R, tau):
+        """Group soft threshold of the rows of R, thresholds tau (scalar or (k,))."""
+        shrink = self.shrink(self.magnitudes(R), tau)
         return R * shrink.astype(R.dtype, copy=False)[:, None]
 
     def lambda_max(self, residual_max):
