@@ -24,10 +24,10 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._base import check_outlier_params
 from ._bcd import RKMSolver
 from ._penalties import make_penalty
-from ._base import check_outlier_params
-from ._selection import OutlierCountWarning, default_lambda, fit_lambda
+from ._selection import default_lambda, fit_lambda
 
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
