@@ -3,6 +3,9 @@
 import warnings
 from numbers import Integral
 
+import numpy as np
+import scipy.sparse as sp
+
 from ._selection import OutlierCountWarning
 
 
@@ -33,3 +36,18 @@ def check_outlier_params(estimator, n_samples, n_clusters):
         warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
                       "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=4)
     return s
+
+
+def centre(X, offset=None):
+    """Dense X minus ``offset`` (its mean by default), as a copy, and the offset.
+
+    Every distance in the solvers is expanded as ||x||^2 - 2 x.m + ||m||^2,
+    which cancels catastrophically for data far from the origin; centring
+    once makes the fits translation invariant (as scikit-learn's K-means does).
+    Sparse X is left as it is (offset 0): centring would densify it.
+    """
+    if sp.issparse(X):
+        return X, np.zeros(X.shape[1], dtype=X.dtype)
+    if offset is None:
+        offset = X.mean(axis=0)
+    return X - offset, offset

@@ -126,6 +126,8 @@ class RKMSolver:
     """
 
     chunk_rows = 4096
+    #: lam = 0 is a valid problem here: every point with a residual is flagged
+    zero_lambda_ok = True
 
     def __init__(self, X, sample_weight, n_clusters, q, penalty, log_penalty,
                  max_iter, tol, verbose=0):

@@ -24,7 +24,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import check_outlier_params
+from ._base import centre, check_outlier_params
 from ._bcd import RKMSolver
 from ._penalties import make_penalty
 from ._selection import default_lambda, fit_lambda
@@ -267,7 +267,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def _initial_centers(self, X, sample_weight, rng):
         if not isinstance(self.init, str):
-            return np.array(self.init, dtype=X.dtype)
+            return np.array(self.init, dtype=X.dtype) - self._offset
         if self.init == "k-means++":
             centers, _ = kmeans_plusplus(X, self.n_clusters, sample_weight=sample_weight,
                                          random_state=rng)
@@ -301,6 +301,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                                              ensure_non_negative=True)
         self._check_params_vs_input(X)
         penalty, log_penalty, self._eps = self._penalties(X, sample_weight)
+        X, self._offset = centre(X)
         solver = RKMSolver(X, sample_weight, self.n_clusters, self.q, penalty,
                            log_penalty, self.max_iter, self.tol, self.verbose)
         rng = check_random_state(self.random_state)
@@ -341,7 +342,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _store(self, X, state, lam):
         n, p = X.shape
         index, vals = state.outlier_index, state.outlier_vectors
-        self.cluster_centers_ = state.centers
+        self.cluster_centers_ = (state.centers + self._offset).astype(X.dtype, copy=False)
         self.labels_ = state.labels.astype(np.intp, copy=True)
         self.labels_[index] = -1
         if state.memberships is None:
@@ -370,14 +371,14 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _assign(self, X):
         """Per-point training steps for new points with the fitted centres."""
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X, _ = centre(self._validate_X(X, reset=False), self._offset)
         solver = RKMSolver(X, np.ones(X.shape[0]), self.n_clusters, self.q,
                            make_penalty(self.penalty),
                            make_penalty(self.penalty, True, self.eps_), self.max_iter, self.tol)
         stages = [(self.unweighted_lambda_, False)]
         if self.weighted:
             stages.append((self.lambda_, True))
-        return X, solver.assign(self.cluster_centers_, stages)
+        return X, solver.assign(self.cluster_centers_ - self._offset, stages)
 
     def predict(self, X):
         """Nearest cluster of each point, -1 where it would be flagged.

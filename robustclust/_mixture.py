@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._base import check_outlier_params
+from ._base import centre, check_outlier_params
 from ._kmeans import RobustKMeans
 from ._mixture_solver import Covariance, RPCSolver
 from ._penalties import make_penalty
@@ -201,6 +201,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
                 "paper): o_n = x_n - m_c with Sigma -> 0; use lam > 0.")
         penalty, log_penalty, self._eps = self._penalties()
         self._covar_floor = self.reg_covar * _mean_variance(X)
+        X, self._offset = centre(X)
         solver = RPCSolver(X, self.n_components, self.covariance_type, penalty, log_penalty,
                            self._covar_floor, self.max_iter, self.tol, self.verbose)
         rng = check_random_state(self.random_state)
@@ -215,7 +216,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
                 warnings.warn("Explicit initial means were given: performing one "
                               f"initialisation instead of n_init={n_init}.",
                               RuntimeWarning, stacklevel=3)
-            inits = [(means, None)]
+            inits = [(means - self._offset, None)]
         else:
             inits = [self._initial_means(X, rng) for _ in range(n_init)]
         return X, None, solver, inits
@@ -258,6 +259,12 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
             target=self._target, weighted=self.weighted,
             default_lam=lambda _state: self._default_lambda(p))
         self._store(X, state, lam, lam_unweighted)
+        if self.n_outliers_ == X.shape[0]:
+            warnings.warn(
+                f"Every point is flagged (lambda_={self.lambda_:.3g}): with the log "
+                "penalty and lam below the dimension the cost of eq. (8) decreases "
+                "without bound as Sigma shrinks, until the reg_covar floor; increase lam.",
+                UserWarning, stacklevel=2)
         return self
 
     def fit_predict(self, X, y=None):
@@ -279,7 +286,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         index, vals = state.outlier_index, state.outlier_vectors
         cov = Covariance(self.covariance_type, state.covariance, p)
         self.weights_ = state.weights
-        self.means_ = state.centers.astype(X.dtype, copy=False)
+        self.means_ = (state.centers + self._offset).astype(X.dtype, copy=False)
         self.covariances_ = state.covariance
         self.precisions_cholesky_ = cov.P
         self.memberships_ = state.memberships
@@ -307,7 +314,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
     # -- new points ----------------------------------------------------------------------
     def _solver_for(self, X):
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X, _ = centre(self._validate_X(X, reset=False), self._offset)
         penalty, log_penalty, _ = self._penalties()
         return RPCSolver(X, self.n_components, self.covariance_type, penalty, log_penalty,
                          self._covar_floor, self.max_iter, self.tol)
@@ -317,8 +324,8 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         stages = [(self.unweighted_lambda_, False)]
         if self.weighted:
             stages.append((self.lambda_, True))
-        return solver.assign(self.means_.astype(np.float64), self.weights_, self.covariances_,
-                             stages)
+        return solver.assign(self.means_.astype(np.float64) - self._offset, self.weights_,
+                             self.covariances_, stages)
 
     def predict(self, X):
         """MAP component of each point, -1 where the fitted rule flags it.
@@ -366,7 +373,8 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         solver = self._solver_for(X)
         cov = Covariance(self.covariance_type, self.covariances_, solver.n_features)
         empty = np.empty((0, solver.n_features))
-        _, log_norm, _ = solver.e_step(self.means_.astype(np.float64), self.weights_, cov,
+        _, log_norm, _ = solver.e_step(self.means_.astype(np.float64) - self._offset,
+                                       self.weights_, cov,
                                        empty[:, 0].astype(np.intp), empty, np.inf,
                                        solver.penalty)
         return log_norm

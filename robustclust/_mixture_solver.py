@@ -55,6 +55,8 @@ from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from ._bcd import _EMPTY_INDEX, _outlier_shift, dense_rows
 
 _LOG_2PI = math.log(2 * math.pi)
+_SINGULAR = ("The common covariance became singular (a constant or collinear feature, or "
+             "more components than distinct points?): increase reg_covar.")
 
 
 @dataclass
@@ -94,8 +96,14 @@ class Covariance:
         self.kind = kind
         self.value = value
         self.p = n_features
+        variances = np.diag(value) if kind == "full" else np.asarray(value)
+        if not np.all(variances > 0):
+            raise ValueError(_SINGULAR)
         if kind == "full":
-            chol = cholesky(value, lower=True)
+            try:
+                chol = cholesky(value, lower=True)
+            except np.linalg.LinAlgError:
+                raise ValueError(_SINGULAR) from None
             self.P = solve_triangular(chol, np.eye(n_features), lower=True).T
             self.log_det = 2.0 * np.log(np.diag(chol)).sum()
         elif kind == "diag":
@@ -143,9 +151,12 @@ def floor_covariance(kind, B_over_N, reg_covar):
 class RPCSolver:
     """Runs (weighted) RPC on fixed data for any lam, warm-started from any state.
 
-    The same four calls as :class:`robustclust._bcd.RKMSolver`, so that
+    The same calls as :class:`robustclust._bcd.RKMSolver`, so that
     :mod:`robustclust._selection` chooses lam for both.
     """
+
+    #: lam = 0 makes eq. (8) unbounded below (Section II-B): never solve at it
+    zero_lambda_ok = False
 
     def __init__(self, X, n_components, covariance_type, penalty, log_penalty, reg_covar,
                  max_iter, tol, verbose=0):
@@ -207,7 +218,8 @@ class RPCSolver:
         shrink = penalty.shrink(np.sqrt(cov.sq_norms(R)), tau if np.isscalar(tau) else tau[cand])
         vals = R * shrink[:, None]
         keep = shrink > 0
-        return cand[keep], vals[keep].astype(self.X.dtype, copy=False)
+        # kept in float64: rounding o to float32 would make the step inexact
+        return cand[keep], vals[keep]
 
     def covariance_step(self, lam, penalty, resp, M, sums_x, nk, index, vals, cov_old):
         """eq. (26)/(27): exact root (spherical) or majorized closed form."""

@@ -99,6 +99,9 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         if grid.size == 0 or np.any(np.isnan(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be a non-empty array of values >= 0.")
         grid = np.sort(grid)[::-1]
+        if not solver.zero_lambda_ok and np.any(grid == 0):
+            raise ValueError(f"lambdas must be > 0 for {type(estimator).__name__}: "
+                             "lam = 0 makes its cost unbounded below.")
     n = X.shape[0]
     norms = np.zeros((len(grid), n))
     counts = np.zeros(len(grid), dtype=np.intp)
@@ -115,6 +118,6 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         counts[g] = shown.n_outliers
         objectives[g] = shown.objective
         iters[g] = spent
-        centers[g] = shown.centers
+        centers[g] = shown.centers + est._offset
     return RegularizationPath(grid, norms, counts, objectives, iters, centers,
                               float(lam_max), time.perf_counter() - start)

@@ -3,10 +3,11 @@
 Everything here talks to a *solver* through four calls, so that every
 estimator family (K-means, mixtures, kernels) shares it:
 
-* ``solver.init_state(centers)``: a cold state from initial centres;
-* ``solver.run(state, lam, weighted=False)``: BCD at ``lam`` from ``state``;
-* ``solver.residual_max(state)`` and ``solver.penalty.lambda_max``: lam_max;
-* ``solver.trimmed_cost(state, s)``: the l0 cost of eq. (3) with s outliers.
+* ``solver.init_state(init, lam=None)``: a cold state from an initialisation;
+* ``solver.run(state, lam, weighted=False)``: BCD/EM at ``lam`` from ``state``;
+* ``solver.lambda_max(state)``: the smallest lam that flags nothing;
+* ``solver.trimmed_cost(state, s)``: the l0 cost of eq. (3) with s outliers;
+* ``solver.zero_lambda_ok``: whether lam = 0 is a problem worth solving.
 """
 
 import math
@@ -94,7 +95,8 @@ class _CountSearch:
     jump by more than one), the closest one is returned.
     """
 
-    def __init__(self, evaluate, s, max_bisect=60, rtol=1e-9):
+    def __init__(self, evaluate, s, max_bisect=60, rtol=1e-9, zero_lambda_ok=True):
+        self.zero_lambda_ok = zero_lambda_ok
         self.evaluate = evaluate
         self.s = s
         self.max_bisect = max_bisect
@@ -113,7 +115,7 @@ class _CountSearch:
             (lam_hi, st_hi), (lam_lo, _) = hi, lo
             if lam_hi - lam_lo <= self.rtol * lam_hi:
                 break
-            mid = math.sqrt(lam_hi * lam_lo) if lam_lo > 0 else 0.5 * lam_hi
+            mid = math.sqrt(lam_hi * lam_lo) if lam_lo > 0 else 0.5 * lam_hi  # never 0
             state = self.evaluate(mid, st_hi)
             if self._seen(mid, state):
                 return mid, state
@@ -128,7 +130,8 @@ class _CountSearch:
         prev = (lam_start, state)
         if self._seen(lam_start, state):
             return prev
-        for lam in list(grid) + [0.0]:
+        tail = [0.0] if self.zero_lambda_ok else []
+        for lam in list(grid) + tail:
             if lam >= prev[0]:
                 continue
             st = self.evaluate(lam, prev[1])
@@ -149,7 +152,7 @@ class _CountSearch:
         step = factor if below else 1.0 / factor
         cur = (lam, state)
         for _ in range(max_steps):
-            nl = cur[0] * step if cur[0] > 0 else 1e-12
+            nl = cur[0] * step if cur[0] > 0 else 1e-12  # never 0
             st = self.evaluate(nl, cur[1])
             if self._seen(nl, st):
                 return nl, st
@@ -190,7 +193,7 @@ def select_by_count(solver, inits, s, weighted, n_grid=30, min_ratio=1e-3):
         return solver.run(warm, lam)
 
     lam_max = lambda_max(solver, km)
-    lam1, st1 = _CountSearch(evaluate, s).along_path(
+    lam1, st1 = _CountSearch(evaluate, s, zero_lambda_ok=solver.zero_lambda_ok).along_path(
         lam_max, km, lambda_grid(lam_max, n_grid, min_ratio)[1:])
     candidates = [st1] + [solver.run(solver.init_state(c, lam1), lam1) for c in inits]
     kept = best_of(candidates, key=lambda st: solver.trimmed_cost(st, s))
