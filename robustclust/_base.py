@@ -51,3 +51,30 @@ def centre(X, offset=None):
     if offset is None:
         offset = X.mean(axis=0)
     return X - offset, offset
+
+
+def store_outliers(estimator, state, lam, lam_unweighted, n_samples, n_features, dtype):
+    """Set the attributes every robust estimator shares from a final state.
+
+    ``labels_`` (argmax of the memberships, -1 for outliers), ``outlier_mask_``,
+    ``outlier_norms_`` (||o_n||_2), ``outlier_vectors_`` (CSR, so memory grows
+    with the number of outliers), lambda, counts, objective and iterations.
+    """
+    index, vals = state.outlier_index, state.outlier_vectors
+    p = n_features
+    estimator.labels_ = state.labels.astype(np.intp, copy=True)
+    estimator.labels_[index] = -1
+    estimator.outlier_mask_ = np.zeros(n_samples, dtype=bool)
+    estimator.outlier_mask_[index] = True
+    estimator.outlier_norms_ = np.zeros(n_samples, dtype=dtype)
+    estimator.outlier_norms_[index] = np.linalg.norm(vals, axis=1)
+    O = sp.csr_matrix((np.ravel(vals), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
+                      shape=(n_samples, p), dtype=dtype)
+    O.eliminate_zeros()
+    estimator.outlier_vectors_ = O
+    estimator.lambda_ = float(lam)
+    estimator.unweighted_lambda_ = float(lam_unweighted)
+    estimator.n_outliers_ = int(len(index))
+    estimator.objective_ = float(state.objective)
+    estimator.objective_history_ = np.asarray(state.history, dtype=np.float64)
+    estimator.n_iter_ = int(state.n_iter)

@@ -24,7 +24,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import centre, check_outlier_params
+from ._base import centre, check_outlier_params, store_outliers
 from ._bcd import RKMSolver
 from ._penalties import make_penalty
 from ._selection import default_lambda, fit_lambda
@@ -331,40 +331,24 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             solver, inits, lam=None if self.lam is None else float(self.lam),
             target=self._target, weighted=self.weighted,
             default_lam=lambda st: self._default_lambda(X, sample_weight, solver, st))
-        self._store(X, state, lam)
-        self.unweighted_lambda_ = float(lam_unweighted)
+        self._store(X, state, lam, lam_unweighted)
         return self
 
     def _default_lambda(self, X, sample_weight, solver, state):
         return default_lambda(solver.nearest_sq_dists(state.centers), sample_weight,
                               X.shape[1], self.penalty)
 
-    def _store(self, X, state, lam):
+    def _store(self, X, state, lam, lam_unweighted):
         n, p = X.shape
-        index, vals = state.outlier_index, state.outlier_vectors
+        store_outliers(self, state, lam, lam_unweighted, n, p, X.dtype)
         self.cluster_centers_ = (state.centers + self._offset).astype(X.dtype, copy=False)
-        self.labels_ = state.labels.astype(np.intp, copy=True)
-        self.labels_[index] = -1
         if state.memberships is None:
             U = np.zeros((n, self.n_clusters), dtype=X.dtype)
             U[np.arange(n), state.labels] = 1
         else:
             U = state.memberships.astype(X.dtype, copy=False)
         self.memberships_ = U
-        self.outlier_mask_ = np.zeros(n, dtype=bool)
-        self.outlier_mask_[index] = True
-        self.outlier_norms_ = np.zeros(n, dtype=X.dtype)
-        self.outlier_norms_[index] = np.linalg.norm(vals, axis=1)
-        O = sp.csr_matrix((vals.ravel(), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
-                          shape=(n, p), dtype=X.dtype)
-        O.eliminate_zeros()
-        self.outlier_vectors_ = O
-        self.lambda_ = float(lam)
-        self.n_outliers_ = int(len(index))
         self.eps_ = self._eps
-        self.objective_ = float(state.objective)
-        self.objective_history_ = np.asarray(state.history, dtype=np.float64)
-        self.n_iter_ = int(state.n_iter)
         self._n_features_out = self.n_clusters
 
     # -- new points ----------------------------------------------------------------

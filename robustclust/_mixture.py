@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._base import centre, check_outlier_params
+from ._base import centre, check_outlier_params, store_outliers
 from ._kmeans import RobustKMeans
 from ._mixture_solver import Covariance, RPCSolver
 from ._penalties import make_penalty
@@ -283,32 +283,16 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
 
     def _store(self, X, state, lam, lam_unweighted):
         n, p = X.shape
-        index, vals = state.outlier_index, state.outlier_vectors
+        store_outliers(self, state, lam, lam_unweighted, n, p, X.dtype)
         cov = Covariance(self.covariance_type, state.covariance, p)
         self.weights_ = state.weights
         self.means_ = (state.centers + self._offset).astype(X.dtype, copy=False)
         self.covariances_ = state.covariance
         self.precisions_cholesky_ = cov.P
         self.memberships_ = state.memberships
-        self.labels_ = state.labels.astype(np.intp)
-        self.labels_[index] = -1
-        self.outlier_mask_ = np.zeros(n, dtype=bool)
-        self.outlier_mask_[index] = True
-        self.outlier_norms_ = np.zeros(n)
-        self.outlier_norms_[index] = np.linalg.norm(vals, axis=1)
         self.outlier_scores_ = np.zeros(n)
-        self.outlier_scores_[index] = np.sqrt(cov.sq_norms(vals))
-        O = sp.csr_matrix((vals.ravel(), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
-                          shape=(n, p), dtype=X.dtype)
-        O.eliminate_zeros()
-        self.outlier_vectors_ = O
-        self.lambda_ = float(lam)
-        self.unweighted_lambda_ = float(lam_unweighted)
+        self.outlier_scores_[state.outlier_index] = np.sqrt(cov.sq_norms(state.outlier_vectors))
         self.eps_ = self._eps
-        self.n_outliers_ = int(len(index))
-        self.objective_ = float(state.objective)
-        self.objective_history_ = np.asarray(state.history, dtype=np.float64)
-        self.n_iter_ = int(state.n_iter)
         self.converged_ = bool(state.converged)
 
     # -- new points ----------------------------------------------------------------------

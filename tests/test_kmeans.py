@@ -129,8 +129,13 @@ def test_restarts_escape_the_kmeans_local_minimum():
     # true clusters; the warm path from that solution keeps the split, the
     # cold restarts at the selected lambda (judged by the l0 cost of eq. (3))
     # do not.
-    from robustclust._selection import (_CountSearch, kmeans_solution, lambda_grid,
-                                        lambda_max, select_by_count)
+    from robustclust._selection import (
+        _CountSearch,
+        kmeans_solution,
+        lambda_grid,
+        lambda_max,
+        select_by_count,
+    )
     data = make_blobs_with_outliers(n_outliers=0, random_state=0)
     rng = np.random.default_rng(0)
     angle, radius = rng.uniform(0, 2 * np.pi, 40), rng.uniform(8, 12, 40)

@@ -5,7 +5,6 @@ import pytest
 
 from robustclust.metrics import center_rmse, outlier_precision_recall
 
-
 # --------------------------------------------------------------------------
 # center_rmse
 # --------------------------------------------------------------------------
