@@ -20,6 +20,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_kmeans.py
+	$(PY) benchmarks/bench_mixture.py
+	$(PY) benchmarks/bench_path.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info robustclust.egg-info .pytest_cache

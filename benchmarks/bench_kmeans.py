@@ -7,37 +7,13 @@ Prints the median over repeats of the time per iteration and their ratio.
 """
 
 import argparse
-import time
 
 import numpy as np
 from sklearn.cluster import KMeans, kmeans_plusplus
 
+from _timing import per_iteration
+
 from robustclust import RobustKMeans
-
-
-def fit_time(make, X, n_iter):
-    model = make(n_iter)
-    start = time.perf_counter()
-    model.fit(X)
-    elapsed = time.perf_counter() - start
-    assert model.n_iter_ == n_iter, (model.n_iter_, n_iter)
-    return elapsed
-
-
-def per_iteration(make, X, n_iter, repeats):
-    """Median marginal cost of one iteration: (t(2k) - t(k)) / k.
-
-    Differencing removes the fixed cost of a fit (input validation, the first
-    assignment), so this is the cost of the loop body alone; the whole-fit
-    time for k iterations is returned as well.
-    """
-    marginal, whole = [], []
-    for _ in range(repeats):
-        short = fit_time(make, X, n_iter)
-        long = fit_time(make, X, 2 * n_iter)
-        marginal.append((long - short) / n_iter)
-        whole.append(short)
-    return float(np.median(marginal)), float(np.median(whole))
 
 
 def main():

@@ -9,35 +9,15 @@ full (ours) vs tied (scikit-learn).  Per-iteration cost is
 """
 
 import argparse
-import time
-import warnings
 
 import numpy as np
 from scipy.stats import chi2
 from sklearn.cluster import kmeans_plusplus
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
+from _timing import per_iteration
+
 from robustclust import RobustGaussianMixture
-
-
-def fit_time(model, X):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X)
-    return time.perf_counter() - start, model.n_iter_
-
-
-def per_iteration(make, X, k, repeats):
-    marginal, whole = [], []
-    for _ in range(repeats):
-        short, n1 = fit_time(make(k), X)
-        long, n2 = fit_time(make(2 * k), X)
-        assert (n1, n2) == (k, 2 * k), (n1, n2)
-        marginal.append((long - short) / k)
-        whole.append(short)
-    return float(np.median(marginal)), float(np.median(whole))
 
 
 def main():
