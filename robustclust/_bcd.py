@@ -170,6 +170,17 @@ class RKMSolver:
             r2 = self.sq_norms - 2.0 * cross + quad
         return np.maximum(r2, 0.0)
 
+    def _residuals(self, G, mm, centers, labels, norm_weights):
+        """(||r_n||^2 for every point, the hard pass or None) from G = X M^T.
+
+        For q = 1 the hard pass also carries the nearest centres that the
+        U-step reuses.
+        """
+        if self.hard:
+            passed = self.hard_pass(G, mm, labels)
+            return passed[0], passed
+        return self._residual_sq_norms(G, mm, centers, labels, norm_weights), None
+
     def outlier_step(self, lam, penalty, r2, centers, labels, norm_weights,
                      prev_index, prev_vals):
         """O-step, eqs. (11)-(12) (group) or entry-wise soft thresholding.
@@ -411,12 +422,7 @@ class RKMSolver:
                 passed = (r2, lab0, best)
             else:
                 G, mm = self._products(new_centers)
-                if self.hard:
-                    passed = self.hard_pass(G, mm, labels)
-                    r2 = passed[0]
-                else:
-                    passed = None
-                    r2 = self._residual_sq_norms(G, mm, new_centers, labels, norm_weights)
+                r2, passed = self._residuals(G, mm, new_centers, labels, norm_weights)
             new_index, new_vals = self.outlier_step(
                 lam, penalty, r2, new_centers, labels, norm_weights, index, vals)
             if fused:
@@ -448,12 +454,7 @@ class RKMSolver:
         Returns (labels, memberships, outlier_index, outlier_vectors, costs).
         """
         nw = self._norm_weights(U)
-        if self.hard:
-            passed = self.hard_pass(G, mm, labels)
-            r2 = passed[0]
-        else:
-            passed = None
-            r2 = self._residual_sq_norms(G, mm, centers, labels, nw)
+        r2, passed = self._residuals(G, mm, centers, labels, nw)
         index, vals = self.outlier_step(lam, penalty, r2, centers, labels, nw, index, vals)
         labels, U, costs = self.membership_step(lam, penalty, centers, G.copy(), mm,
                                                 index, vals, passed)

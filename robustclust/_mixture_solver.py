@@ -201,13 +201,17 @@ class RPCSolver:
         resp, log_norm, cost = self.e_step(M, weights, cov, index, vals, lam, penalty)
         return MixtureState(M, weights, cov.value, index, vals, resp, log_norm, cost)
 
-    def outlier_step(self, lam, penalty, resp, M, cov, prev_index, prev_vals):
-        """eq. (24): group prox of r_n in Mahalanobis norm (module docstring)."""
+    def _residual_sq_norms(self, resp, M, cov):
+        """||r_n||^2_{Sigma^-1}, r_n = x_n - sum_c gamma_nc m_c, without forming R."""
         Xw, xx = cov.data_terms(self.X, self.sq_norms)
         Mw = cov.whiten(M)
         cross = np.einsum("nc,nc->n", resp, cov.cross(self.X, Xw, M))
         quad = np.einsum("nc,nc->n", resp @ (Mw @ Mw.T), resp)
-        r2 = np.maximum(xx - 2.0 * cross + quad, 0.0)
+        return np.maximum(xx - 2.0 * cross + quad, 0.0)
+
+    def outlier_step(self, lam, penalty, resp, M, cov, prev_index, prev_vals):
+        """eq. (24): group prox of r_n in Mahalanobis norm (module docstring)."""
+        r2 = self._residual_sq_norms(resp, M, cov)
         # the thresholds are lam (not lam / 2 as in RKM): pass 2 lam
         tau = penalty.threshold(2.0 * lam)
         if penalty.weighted:
@@ -336,15 +340,11 @@ class RPCSolver:
         return replace(current, history=history, n_iter=it, converged=converged)
 
     def lambda_max(self, state):
-        """max_n ||r_n||_{Sigma^-1} at a lam = inf fixed point (times eps if weighted)."""
+        """max_n ||r_n||_{Sigma^-1} at a lam = inf fixed point: the O-step threshold
+        is lam itself, so just below it one point is flagged."""
         cov = Covariance(self.kind, state.covariance, self.n_features)
-        resp = state.memberships
-        Xw, xx = cov.data_terms(self.X, self.sq_norms)
-        Mw = cov.whiten(state.centers)
-        cross = np.einsum("nc,nc->n", resp, cov.cross(self.X, Xw, state.centers))
-        quad = np.einsum("nc,nc->n", resp @ (Mw @ Mw.T), resp)
-        r_max = math.sqrt(max(float(np.max(xx - 2.0 * cross + quad)), 0.0))
-        return r_max * self.penalty.eps if self.penalty.weighted else r_max
+        return math.sqrt(float(self._residual_sq_norms(state.memberships, state.centers,
+                                                       cov).max()))
 
     def trimmed_cost(self, state, n_trim):
         """Negative log-likelihood (o = 0) of all but the n_trim least likely points."""
