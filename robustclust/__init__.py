@@ -1,10 +1,12 @@
 """robustclust: clustering that names its outliers in one pass.
 
-Implements robust K-means (hard, soft, weighted) with outlier-sparsity
-regularization, after Forero, Kekatos and Giannakis, "Robust Clustering Using
-Outlier-Sparsity Regularization", IEEE Trans. Signal Processing, 2012.
+Implements robust K-means (hard, soft, weighted), robust Gaussian mixtures
+and their kernel versions with outlier-sparsity regularization, after
+Forero, Kekatos and Giannakis, "Robust Clustering Using Outlier-Sparsity
+Regularization", IEEE Trans. Signal Processing, 2012.
 """
 
+from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
 from ._kmeans import RobustKMeans
 from ._mixture import RobustGaussianMixture
 from ._path import RegularizationPath, regularization_path
@@ -13,6 +15,8 @@ from ._selection import OutlierCountWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "KernelRobustGaussianMixture",
+    "KernelRobustKMeans",
     "OutlierCountWarning",
     "RegularizationPath",
     "RobustGaussianMixture",

@@ -62,16 +62,24 @@ def store_outliers(estimator, state, lam, lam_unweighted, n_samples, n_features,
     """
     index, vals = state.outlier_index, state.outlier_vectors
     p = n_features
+    store_outlier_summary(estimator, state, lam, lam_unweighted, n_samples,
+                          np.linalg.norm(vals, axis=1), dtype)
+    O = sp.csr_matrix((np.ravel(vals), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
+                      shape=(n_samples, p), dtype=dtype)
+    O.eliminate_zeros()
+    estimator.outlier_vectors_ = O
+
+
+def store_outlier_summary(estimator, state, lam, lam_unweighted, n_samples, norms, dtype):
+    """The shared attributes that do not need the outlier vectors themselves
+    (kernel estimators only know their norms)."""
+    index = state.outlier_index
     estimator.labels_ = state.labels.astype(np.intp, copy=True)
     estimator.labels_[index] = -1
     estimator.outlier_mask_ = np.zeros(n_samples, dtype=bool)
     estimator.outlier_mask_[index] = True
     estimator.outlier_norms_ = np.zeros(n_samples, dtype=dtype)
-    estimator.outlier_norms_[index] = np.linalg.norm(vals, axis=1)
-    O = sp.csr_matrix((np.ravel(vals), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
-                      shape=(n_samples, p), dtype=dtype)
-    O.eliminate_zeros()
-    estimator.outlier_vectors_ = O
+    estimator.outlier_norms_[index] = norms
     estimator.lambda_ = float(lam)
     estimator.unweighted_lambda_ = float(lam_unweighted)
     estimator.n_outliers_ = int(len(index))

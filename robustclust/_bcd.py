@@ -56,6 +56,11 @@ class State:
     def n_outliers(self):
         return len(self.outlier_index)
 
+    @property
+    def outlier_magnitudes(self):
+        """||o_n||_2 of the outlier rows."""
+        return np.linalg.norm(self.outlier_vectors, axis=1)
+
 
 def dense_rows(X, index):
     """Rows ``index`` of X as a dense array (X dense or CSR)."""

@@ -80,6 +80,11 @@ class MixtureState:
         return len(self.outlier_index)
 
     @property
+    def outlier_magnitudes(self):
+        """||o_n||_2 of the outlier rows."""
+        return np.linalg.norm(self.outlier_vectors, axis=1)
+
+    @property
     def labels(self):
         return np.argmax(self.memberships, axis=1)
 

@@ -114,7 +114,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         if est.weighted:
             shown = solver.run(state, lam, weighted=True)
             spent += shown.n_iter
-        norms[g, shown.outlier_index] = np.linalg.norm(shown.outlier_vectors, axis=1)
+        norms[g, shown.outlier_index] = shown.outlier_magnitudes
         counts[g] = shown.n_outliers
         objectives[g] = shown.objective
         iters[g] = spent

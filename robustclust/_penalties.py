@@ -58,7 +58,10 @@ class GroupPenalty:
 
     def value(self, vals):
         """Per-row penalty rho(o_n) for outlier rows ``vals`` (k, p)."""
-        norms = self.magnitudes(vals)
+        return self.value_of_norms(self.magnitudes(vals))
+
+    def value_of_norms(self, norms):
+        """rho(o_n) from the norms ||o_n|| (kernel solvers never form o_n)."""
         if self.weighted:
             return np.log1p(norms / self.eps)
         return norms
@@ -73,9 +76,13 @@ class GroupPenalty:
 
         eq. (30): lam_n / 2 = lam / (2 (||o_n|| + eps)) when weighted.
         """
+        return self.threshold_of_norms(lam, self.magnitudes(prev))
+
+    def threshold_of_norms(self, lam, norms):
+        """Thresholds from the previous norms ||o_n|| (k,), as ``threshold_at``."""
         if not self.weighted:
-            return np.full(prev.shape[0], lam / 2.0)
-        return lam / (2.0 * (self.magnitudes(prev) + self.eps))
+            return np.full(len(norms), lam / 2.0)
+        return lam / (2.0 * (norms + self.eps))
 
     @staticmethod
     def shrink(norms, tau):

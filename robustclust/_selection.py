@@ -87,6 +87,23 @@ def default_lambda(sq_dists, sample_weight, n_features, penalty_name):
     return 2.0 * sigma * stats.norm.isf(per_entry / 2.0)
 
 
+def robust_distance_threshold(dists, sample_weight=None):
+    """Distance beyond which a point is flagged when the feature dimension is unknown.
+
+    Kernel feature spaces (RBF: infinite; the empirical kernel map: N) have
+    no dimension that a chi^2 rule could use, so the inlier distances to
+    their nearest centre are treated as roughly Gaussian and the threshold
+    is median + z * 1.4826 * MAD (weighted median and MAD, which ignore the
+    outliers as long as they are fewer than half the points), with z the
+    (1 - DEFAULT_FALSE_ALARM) Gaussian quantile.
+    """
+    dists = np.asarray(dists, dtype=np.float64)
+    w = np.ones(len(dists)) if sample_weight is None else sample_weight
+    med = float(np.quantile(dists, 0.5, weights=w, method="inverted_cdf"))
+    mad = float(np.quantile(np.abs(dists - med), 0.5, weights=w, method="inverted_cdf"))
+    return med + stats.norm.isf(DEFAULT_FALSE_ALARM) * 1.4826 * mad
+
+
 class _CountSearch:
     """Finds lam at which exactly ``s`` points are flagged.
 
