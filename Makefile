@@ -22,6 +22,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_kmeans.py
 	$(PY) benchmarks/bench_mixture.py
 	$(PY) benchmarks/bench_path.py
+	$(PY) benchmarks/bench_kernel.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info robustclust.egg-info .pytest_cache

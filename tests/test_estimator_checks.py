@@ -2,7 +2,12 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from robustclust import RobustGaussianMixture, RobustKMeans
+from robustclust import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
+    RobustGaussianMixture,
+    RobustKMeans,
+)
 
 # scikit-learn marks the same checks as expected failures for its own KMeans:
 # with a random initialisation, repeating a point changes which points the
@@ -40,6 +45,10 @@ MIXTURE_EXPECTED = {
                               random_state=0),
         RobustGaussianMixture(2, covariance_type="diag", n_outliers=0.05, n_init=2,
                               random_state=0),
+        KernelRobustKMeans(3, n_init=2, random_state=0),
+        KernelRobustKMeans(3, kernel="linear", q=1.5, n_outliers=0.05, n_init=2,
+                           random_state=0),
+        KernelRobustGaussianMixture(2, n_init=2, random_state=0),
     ],
     expected_failed_checks=lambda est: (
         EXPECTED | MIXTURE_EXPECTED if isinstance(est, RobustGaussianMixture) else EXPECTED),

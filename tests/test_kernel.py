@@ -415,3 +415,15 @@ def test_default_lambda_rules():
     expected = 2 * (med + stats.norm.isf(1e-3) * 1.4826 * np.median(np.abs(d - med)))
     assert rbf.lambda_ == pytest.approx(expected, rel=1e-3)
     assert np.all(rbf.outlier_norms_[rbf.outlier_mask_] > 0)
+
+
+def test_integer_sample_weight_equals_repetition():
+    X, _, rng = _problem(6, n=40)
+    w = rng.integers(1, 4, size=len(X))
+    labels0 = np.arange(len(X)) % 3
+    Xr, lr = np.repeat(X, w, axis=0), np.repeat(labels0, w)
+    a = KernelRobustKMeans(3, gamma=0.1, lam=0.9, init=labels0, n_init=1).fit(X, sample_weight=w)
+    b = KernelRobustKMeans(3, gamma=0.1, lam=0.9, init=lr, n_init=1).fit(Xr)
+    np.testing.assert_array_equal(np.repeat(a.labels_, w), b.labels_)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
+    np.testing.assert_array_equal(a.predict(X[:10]), b.predict(X[:10]))
