@@ -280,9 +280,7 @@ class RKMSolver:
         empty = np.flatnonzero(members <= 0)
         if len(empty) == 0:
             return centers
-        costs = state.point_costs.copy()
-        costs[state.outlier_index] = -np.inf
-        far = np.argsort(-costs, kind="stable")[: len(empty)]
+        far = worst_fitting_inliers(state.point_costs, state.outlier_index, len(empty))
         centers[empty] = dense_rows(self.X, far)
         return centers
 
@@ -550,6 +548,13 @@ class RKMSolver:
             worst = np.argpartition(-costs, n_trim - 1)[:n_trim]
             costs[worst] = 0.0
         return float(costs.sum())
+
+
+def worst_fitting_inliers(point_costs, outlier_index, k):
+    """Indices of the k non-outliers with the largest cost: reseeds for empty clusters."""
+    costs = point_costs.copy()
+    costs[outlier_index] = -np.inf
+    return np.argsort(-costs, kind="stable")[:k]
 
 
 def _onehot(labels, weights, n_clusters):

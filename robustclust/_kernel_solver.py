@@ -55,10 +55,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
 
-from ._bcd import _EMPTY_INDEX, fuzzy_memberships
+from ._bcd import _EMPTY_INDEX, fuzzy_memberships, worst_fitting_inliers
+from ._mixture_solver import consistency_factor
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -336,9 +336,7 @@ class KernelRKMSolver(_KernelGeometry):
         empty = np.flatnonzero(members <= 0)
         if len(empty) == 0:
             return B
-        costs = state.point_costs.copy()
-        costs[state.outlier_index] = -np.inf
-        far = np.argsort(-costs, kind="stable")[: len(empty)]
+        far = worst_fitting_inliers(state.point_costs, state.outlier_index, len(empty))
         B[:, empty] = 0.0
         B[far, empty] = 1.0
         return B
@@ -563,9 +561,8 @@ class KernelRPCSolver(_KernelGeometry):
         keep = np.ones(self.n_samples, bool) if exclude is None else ~exclude
         keep &= d2 <= np.median(d2[keep])
         P = self.dim
-        factor = 0.5 / stats.chi2.cdf(stats.chi2.median(P), P + 2)
         n = max(int(keep.sum()), 1)
-        variance = max(factor * float(d2[keep].sum()) / (n * P), self.reg_covar)
+        variance = max(consistency_factor(P) * float(d2[keep].sum()) / (n * P), self.reg_covar)
         if variance <= 0:
             variance = 1.0
         return KB, G, weights, variance

@@ -153,6 +153,13 @@ def floor_covariance(kind, B_over_N, reg_covar):
     return np.maximum(B_over_N, reg_covar)
 
 
+def consistency_factor(p):
+    """0.5 / F_{chi^2_{p+2}}(median of chi^2_p): makes the scatter of the closest
+    half of Gaussian points unbiased for sigma^2 (as in the minimum covariance
+    determinant)."""
+    return 0.5 / stats.chi2.cdf(stats.chi2.median(p), p + 2)
+
+
 class RPCSolver:
     """Runs (weighted) RPC on fixed data for any lam, warm-started from any state.
 
@@ -280,7 +287,7 @@ class RPCSolver:
         idx = np.flatnonzero(keep)
         R = dense_rows(self.X, idx) - M[labels[idx]]
         p = self.n_features
-        factor = 0.5 / stats.chi2.cdf(stats.chi2.median(p), p + 2)
+        factor = consistency_factor(p)
         n = max(len(idx), 1)
         if self.kind == "spherical":
             cov = max(factor * float((R * R).sum()) / (n * p), self.reg_covar)
