@@ -491,3 +491,26 @@ def test_graph_outliers_are_diamonds_sized_by_score_and_named_in_bold(graph):
                        ax=_ax(), node_names=False)
     assert len(_by_gid(extra.collections, "outliers").get_offsets()) == 4
     assert len(extra.texts) == 0
+
+
+def test_readme_plotting_example_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    plotting = [b for b in blocks if "robustclust.plotting" in b]
+    assert len(plotting) == 1
+    monkeypatch.chdir(tmp_path)
+    # The names the README's first example defines, rebuilt cheaply (fewer
+    # initialisations and grid values); test_readme.py runs that example itself.
+    data = make_blobs_with_outliers(n_outliers=80, random_state=0)
+    namespace = {
+        "data": data,
+        "model": RobustKMeans(4, n_outliers=80, n_init=2, random_state=0).fit(data.X),
+        "path": regularization_path(RobustKMeans(4, n_init=1, random_state=0), data.X,
+                                    n_lambdas=20),
+    }
+    exec(compile(plotting[0], "README.md", "exec"), namespace)
+    assert (tmp_path / "clusters.png").stat().st_size > 10_000
+    assert len(_circles(namespace["left"])) == namespace["model"].n_outliers_
