@@ -37,6 +37,7 @@ DATA_ENV = "ROBUSTCLUST_DATA"
 CACHE_SUBFOLDER = "robustclust"
 _CHUNK = 1 << 16
 _TIMEOUT = 60.0
+_USER_AGENT = "robustclust-data-loader (Python urllib)"
 
 # Errors that mean "could not reach the file", reported as "not found".
 _NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException,
@@ -137,7 +138,9 @@ def download(remote, folder, *, validate=None, timeout=_TIMEOUT):
     try:
         digest = hashlib.sha256()
         received = 0
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(remote.url, timeout=timeout) as response:
+        # Some hosts refuse urllib's default "Python-urllib" agent.
+        request = urllib.request.Request(remote.url, headers={"User-Agent": _USER_AGENT})
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
             announced = response.headers.get("Content-Length")
             for chunk in iter(lambda: response.read(_CHUNK), b""):
                 out.write(chunk)

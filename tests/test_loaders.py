@@ -57,8 +57,8 @@ def offline(monkeypatch):
     """Every download attempt fails as it does without a network; count the attempts."""
     attempts = []
 
-    def fail(url, *args, **kwargs):
-        attempts.append(url)
+    def fail(request, *args, **kwargs):
+        attempts.append(request.full_url)
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
     monkeypatch.setattr("urllib.request.urlopen", fail)
@@ -484,9 +484,10 @@ def test_only_missing_files_are_downloaded(tmp_path, server, monkeypatch, isolat
     fetched = []
     real = __import__("urllib.request").request.urlopen
 
-    def spy(url, *args, **kwargs):
-        fetched.append(url.rsplit("/", 1)[-1])
-        return real(url, *args, **kwargs)
+    def spy(request, *args, **kwargs):
+        fetched.append(request.full_url.rsplit("/", 1)[-1])
+        assert request.get_header("User-agent").startswith("robustclust")
+        return real(request, *args, **kwargs)
 
     monkeypatch.setattr("urllib.request.urlopen", spy)
     load_usps(tmp_path / "nowhere")
