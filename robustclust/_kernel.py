@@ -248,16 +248,16 @@ class _KernelEstimator(BaseEstimator):
                               np.float64)
         self.dual_coef_ = state.dual_coef
         self._gram_centres = state.G
-        if self.kernel in ("linear",) and not callable(self.kernel):
+        if isinstance(self.kernel, str) and self.kernel == "linear":
             self.cluster_centers_ = state.dual_coef.T @ X
 
     # -- Nystroem ------------------------------------------------------------------
     def _nystroem(self, X):
-        kw = {} if callable(self.kernel) else self._kernel_args(X)
-        self.gamma_ = kw.get("gamma")
-        metric = self.kernel if callable(self.kernel) else _SKLEARN_NAMES[self.kernel]
         if callable(self.kernel):
-            metric = _RowsKernel(self.kernel)
+            kw, metric = {}, _RowsKernel(self.kernel)
+        else:
+            kw, metric = self._kernel_args(X), _SKLEARN_NAMES[self.kernel]
+        self.gamma_ = kw.get("gamma")
         self.nystroem_ = Nystroem(kernel=metric, n_components=min(self.n_landmarks, len(X)),
                                   random_state=self.random_state, **kw)
         return self.nystroem_.fit_transform(X)

@@ -1,7 +1,7 @@
 """Kernel robust K-means and kernel RPC (Section IV, Algorithms 3 and 4)."""
 
 import math
-import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -128,7 +128,6 @@ def test_fast_krkm_equals_algorithm_3_iterate_by_iterate(q, weighted):
     solver = KernelRKMSolver(K, np.ones(N), C, q, make_penalty("group"),
                              make_penalty("group", True, eps), max_iter=1, tol=0.0, irls=False)
     start = solver.init_state(np.full((N, C), 1.0 / N))
-    from dataclasses import replace
     state = replace(start, labels=U0.argmax(axis=1), memberships=None if q == 1 else U0)
     flagged = 0
     for B, A, U in direct:
@@ -427,3 +426,13 @@ def test_integer_sample_weight_equals_repetition():
     np.testing.assert_array_equal(np.repeat(a.labels_, w), b.labels_)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
     np.testing.assert_array_equal(a.predict(X[:10]), b.predict(X[:10]))
+
+
+def test_nystroem_with_a_callable_kernel_equals_the_named_kernel():
+    X, _, _ = _problem(7, n=60)
+    common = dict(approximation="nystroem", n_landmarks=20, lam=0.8, n_init=2, random_state=0)
+    named = KernelRobustKMeans(3, kernel="rbf", gamma=0.1, **common).fit(X)
+    own = KernelRobustKMeans(3, kernel=lambda A, B: rbf_kernel(A, B, gamma=0.1),
+                             **common).fit(X)
+    np.testing.assert_array_equal(named.labels_, own.labels_)
+    np.testing.assert_allclose(named.outlier_norms_, own.outlier_norms_, atol=1e-8)
