@@ -195,10 +195,8 @@ class RKMSolver:
         X = self.X
         if penalty.row_sparse:
             # only points whose residual norm exceeds their threshold can move
-            tau = penalty.threshold(lam)
-            if penalty.weighted:
-                tau = np.full(self.n_samples, tau)
-                tau[prev_index] = penalty.threshold_at(lam, prev_vals)
+            tau = penalty.point_thresholds(lam, self.n_samples, prev_index,
+                                           penalty.magnitudes(prev_vals))
             cand = np.flatnonzero(r2 > tau * tau)
             R = residual_rows(X, centers, labels, norm_weights, cand)
             vals = penalty.prox(R, tau if np.isscalar(tau) else tau[cand])

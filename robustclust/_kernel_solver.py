@@ -271,10 +271,7 @@ class KernelRKMSolver(_KernelGeometry):
 
     def outlier_step(self, lam, penalty, r2, W, prev_index, prev_sizes):
         """eq. (36): alpha_n = s_n delta_n, s_n = [1 - tau_n / ||delta_n||_K]_+."""
-        tau = penalty.threshold(lam)
-        if penalty.weighted:
-            tau = np.full(self.n_samples, tau)
-            tau[prev_index] = penalty.threshold_of_norms(lam, prev_sizes)
+        tau = penalty.point_thresholds(lam, self.n_samples, prev_index, prev_sizes)
         cand = np.flatnonzero(r2 > tau * tau)
         norms = np.sqrt(r2[cand])
         shrink = penalty.shrink(norms, tau if np.isscalar(tau) else tau[cand])
@@ -521,10 +518,7 @@ class KernelRPCSolver(_KernelGeometry):
         kdiag = self.kdiag if kdiag is None else kdiag
         sigma = math.sqrt(variance)
         r2 = residual_sq_norms(kdiag, KB, G, resp) / variance  # whitened
-        tau = penalty.threshold(2.0 * lam)
-        if penalty.weighted:
-            tau = np.full(len(kdiag), tau)
-            tau[prev_index] = penalty.threshold_of_norms(2.0 * lam, prev_sizes / sigma)
+        tau = penalty.point_thresholds(2.0 * lam, len(kdiag), prev_index, prev_sizes / sigma)
         cand = np.flatnonzero(r2 > tau * tau)
         norms = np.sqrt(r2[cand])
         shrink = penalty.shrink(norms, tau if np.isscalar(tau) else tau[cand])

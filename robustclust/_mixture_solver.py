@@ -225,10 +225,8 @@ class RPCSolver:
         """eq. (24): group prox of r_n in Mahalanobis norm (module docstring)."""
         r2 = self._residual_sq_norms(resp, M, cov)
         # the thresholds are lam (not lam / 2 as in RKM): pass 2 lam
-        tau = penalty.threshold(2.0 * lam)
-        if penalty.weighted:
-            tau = np.full(self.n_samples, tau)
-            tau[prev_index] = penalty.threshold_at(2.0 * lam, cov.whiten(prev_vals))
+        tau = penalty.point_thresholds(2.0 * lam, self.n_samples, prev_index,
+                                       penalty.magnitudes(cov.whiten(prev_vals)))
         cand = np.flatnonzero(r2 > tau * tau)
         R = dense_rows(self.X, cand) - resp[cand] @ M
         shrink = penalty.shrink(np.sqrt(cov.sq_norms(R)), tau if np.isscalar(tau) else tau[cand])

@@ -84,6 +84,18 @@ class GroupPenalty:
             return np.full(len(norms), lam / 2.0)
         return lam / (2.0 * (norms + self.eps))
 
+    def point_thresholds(self, lam, n_samples, prev_index, prev_norms):
+        """The O-step threshold of every point: a scalar for the convex penalty;
+        for the log penalty an (n_samples,) array, lam / (2 eps) where the
+        previous o_n is 0 and ``threshold_of_norms`` at the previous outliers
+        ``prev_index`` (norms ``prev_norms``)."""
+        tau = self.threshold(lam)
+        if not self.weighted:
+            return tau
+        tau = np.full(n_samples, tau)
+        tau[prev_index] = self.threshold_of_norms(lam, prev_norms)
+        return tau
+
     @staticmethod
     def shrink(norms, tau):
         """Group soft-threshold factors [1 - tau / ||r||]_+ of eq. (11) for rows of
