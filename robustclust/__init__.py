@@ -7,6 +7,7 @@ Outlier-Sparsity Regularization", IEEE Trans. Signal Processing, 2012.
 
 from ._kmeans import RobustKMeans
 from ._mixture import RobustGaussianMixture
+from ._model_io import load_model, save_model
 from ._path import RegularizationPath, regularization_path
 from ._selection import OutlierCountWarning
 
@@ -17,6 +18,8 @@ __all__ = [
     "RegularizationPath",
     "RobustGaussianMixture",
     "RobustKMeans",
+    "load_model",
     "regularization_path",
+    "save_model",
     "__version__",
 ]
