@@ -89,11 +89,12 @@ def _result_lines(summary):
     lines = []
     if summary["command"] == "fit":
         lines.append(f"lambda: {_num(summary['lambda'])} ({summary['lambda_rule']})")
-        lines.append(f"result: {summary['n_outliers']} outliers, objective "
+        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, objective "
                      f"{_num(summary['objective'])}, {_count(summary['n_iter'], 'iteration')}, "
                      f"{summary['time_s']:.2f} s")
     else:
-        lines.append(f"result: {summary['n_outliers']} outliers, {summary['time_s']:.2f} s")
+        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, "
+                     f"{summary['time_s']:.2f} s")
     lines += ["", "cluster   rows"]
     lines += [f"{c:<9} {size:>4}" for c, size in enumerate(summary["cluster_sizes"])]
     lines.append(f"{'outliers':<9} {summary['n_outliers']:>4}")
@@ -101,7 +102,7 @@ def _result_lines(summary):
     if top:
         key = "node" if summary["graph"] else "row"
         width = max(len(key), *(len(str(t[key])) for t in top))
-        lines += ["", f"top outliers by score", f"{key:<{width}}  score"]
+        lines += ["", "top outliers by score", f"{key:<{width}}  score"]
         lines += [f"{str(t[key]):<{width}}  {_num(t['score'])}" for t in top]
     return lines
 

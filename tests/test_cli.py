@@ -618,3 +618,28 @@ def test_unexpected_exceptions_are_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("ROBUSTCLUST_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         main(["fit", str(tmp_path / "x.csv"), "-k", "2"])
+
+
+def test_cluster_figure_circles_each_outlier_with_radius_proportional_to_its_score():
+    pytest.importorskip("matplotlib")
+    from sklearn.decomposition import PCA
+
+    from robustclust._plots import MAX_CIRCLE_RADIUS, cluster_figure
+
+    X = blobs()
+    model = RobustKMeans(4, n_outliers=40, random_state=0).fit(X)
+    labels, scores = model.labels_, model.outlier_norms_
+    out = labels == -1
+    ax = cluster_figure(X, labels, scores, axis_names=("x", "y")).axes[0]
+    inliers, crosses, circles = ax.collections
+    np.testing.assert_array_equal(inliers.get_offsets(), X[~out])
+    np.testing.assert_array_equal(circles.get_offsets(), X[out])
+    np.testing.assert_allclose(np.sqrt(circles.get_sizes()),
+                               MAX_CIRCLE_RADIUS * scores[out] / scores[out].max())
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x", "y")
+
+    X3 = np.column_stack([X, X[:, 0] - 2 * X[:, 1]])
+    ax = cluster_figure(X3, labels, scores).axes[0]
+    np.testing.assert_allclose(ax.collections[0].get_offsets(),
+                               PCA(n_components=2).fit_transform(X3)[~out])
+    assert ax.get_xlabel() == "principal component 1"
