@@ -95,9 +95,11 @@ def _result_lines(summary):
     else:
         lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, "
                      f"{summary['time_s']:.2f} s")
-    lines += ["", "cluster   rows"]
-    lines += [f"{c:<9} {size:>4}" for c, size in enumerate(summary["cluster_sizes"])]
-    lines.append(f"{'outliers':<9} {summary['n_outliers']:>4}")
+    sizes = summary["cluster_sizes"]
+    width = max(4, len(str(max(sizes + [summary["n_outliers"]]))))
+    lines += ["", f"cluster   {'rows':>{width}}"]
+    lines += [f"{c:<9} {size:>{width}}" for c, size in enumerate(sizes)]
+    lines.append(f"{'outliers':<9} {summary['n_outliers']:>{width}}")
     top = summary.get("top_outliers")
     if top:
         key = "node" if summary["graph"] else "row"
