@@ -468,7 +468,7 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
 @click.pass_obj
 def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json, quiet,
          force, **model_kwargs):
-    """The warm-started regularization path of INPUT: outliers versus lambda.
+    """Number of outliers of INPUT along the warm-started lambda path.
 
     Solves from lambda_max (the smallest lambda that flags nothing) down a
     decreasing grid, each solution started from the previous one, and
