@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__, _progress
-from ._cli_data import RESULT_COLUMNS, DataError, read_input
+from ._cli_data import GRAPH_KINDS, RESULT_COLUMNS, DataError, input_kind, read_input
 from ._cli_models import (
     COVARIANCES,
     KERNELS,
@@ -30,6 +30,7 @@ from ._cli_models import (
     describe,
     feature_names,
     final_estimator,
+    kernels_not_available,
     fitted_data,
     n_clusters,
     predict_rows,
@@ -266,6 +267,15 @@ def _run_estimator(func, *args):
         raise DataError(" ".join(text.split()) if text else type(exc).__name__) from None
 
 
+def _check_rows(data, options):
+    """The number of rows to cluster, at least one per cluster."""
+    n_rows = len(data.X)
+    if n_rows < options.n_clusters:
+        raise DataError(f"{n_rows} rows of {data.path} for {options.n_clusters} clusters: "
+                        "need at least one row per cluster")
+    return n_rows
+
+
 def _summary_head(command, data, model):
     est = final_estimator(model)
     graph = data.graph is not None
@@ -282,6 +292,11 @@ def _summary_head(command, data, model):
         "skipped_columns": dict(data.skipped or {}),
         "dropped_rows": data.dropped,
     }
+
+
+def _written(dest, *names):
+    """{name: the file written, or None} for the summary."""
+    return {name: str(dest[name]) if name in dest else None for name in names}
 
 
 def _finish(summary, session, as_json, quiet):
@@ -350,10 +365,7 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     dest = _destinations([input], force, output=output, plot=plot, saved_model=save_model)
     data = read_input(input, columns=columns, drop_missing=drop_missing)
     model = build_estimator(options, graph=data.graph is not None)
-    n_rows = len(data.X)
-    if n_rows < options.n_clusters:
-        raise DataError(f"{n_rows} rows of {input} for {options.n_clusters} clusters: "
-                        "need at least one row per cluster")
+    n_rows = _check_rows(data, options)
     if isinstance(outliers, int) and outliers >= n_rows:
         raise DataError(f"-s/--outliers {outliers} must be smaller than the number of "
                         f"rows ({n_rows})")
@@ -379,20 +391,17 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
         _save_figure(figure, dest["plot"])
 
     summary = _summary_head("fit", data, model)
-    used_labels = [label for label, keep in zip(data.labels, data.used) if keep]
     summary.update({
         "lambda": float(est.lambda_),
         "lambda_rule": _lambda_rule(options, n_rows),
         "n_outliers": int(est.n_outliers_),
         "cluster_sizes": cluster_sizes(labels, n_clusters(model)),
-        "top_outliers": top_outliers(used_labels, mask, scores,
+        "top_outliers": top_outliers(data.used_labels, mask, scores,
                                      "node" if summary["graph"] else "row"),
         "objective": float(est.objective_),
         "n_iter": int(est.n_iter_),
         "time_s": elapsed,
-        "output": str(dest["output"]) if "output" in dest else None,
-        "plot": str(dest["plot"]) if "plot" in dest else None,
-        "saved_model": str(dest["saved_model"]) if "saved_model" in dest else None,
+        **_written(dest, "output", "plot", "saved_model"),
     })
     _finish(summary, session, as_json, quiet)
 
@@ -416,6 +425,8 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
     """
     from ._model_io import load_model
 
+    if input_kind(input) in GRAPH_KINDS:
+        raise kernels_not_available("graph inputs need")
     dest = _destinations([input, model_path], force, output=output)
     if not Path(model_path).exists():
         raise DataError(f"no such model file: {model_path}")
@@ -424,9 +435,6 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
     except (ValueError, OSError) as exc:
         raise DataError(str(exc)) from None
     data = read_input(input, columns=feature_names(model), drop_missing=drop_missing)
-    if data.graph is not None:
-        raise click.UsageError("graph inputs need the kernel estimators, which are not "
-                               "available in this version of robustclust yet")
     expected = final_estimator(model).n_features_in_ if feature_names(model) is None else None
     if expected is not None and len(data.columns) != expected:
         raise DataError(f"the model was fitted on {expected} columns but {input} has "
@@ -439,15 +447,14 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
         _write_rows(_with_results(data, labels, mask, scores), dest["output"])
 
     summary = _summary_head("predict", data, model)
-    used_labels = [label for label, keep in zip(data.labels, data.used) if keep]
     summary.update({
         "model": str(model_path),
         "n_outliers": int(mask.sum()),
         "cluster_sizes": cluster_sizes(labels, n_clusters(model)),
         "top_outliers": (None if scores is None
-                         else top_outliers(used_labels, mask, scores, "row")),
+                         else top_outliers(data.used_labels, mask, scores, "row")),
         "time_s": elapsed,
-        "output": str(dest["output"]) if "output" in dest else None,
+        **_written(dest, "output"),
     })
     _finish(summary, session, as_json, quiet)
 
@@ -480,9 +487,7 @@ def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json
     dest = _destinations([input], force, output=output, plot=plot)
     data = read_input(input, columns=columns, drop_missing=drop_missing)
     model = build_estimator(options, graph=data.graph is not None)
-    if len(data.X) < options.n_clusters:
-        raise DataError(f"{len(data.X)} rows of {input} for {options.n_clusters} clusters: "
-                        "need at least one row per cluster")
+    _check_rows(data, options)
     X = data.X
     if options.standardize:
         X = _run_estimator(model[:-1].fit_transform, X)
@@ -506,8 +511,7 @@ def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json
         "objectives": result.objectives.tolist(),
         "n_iter": result.n_iter.tolist(),
         "time_s": result.fit_time,
-        "output": str(dest["output"]) if "output" in dest else None,
-        "plot": str(dest["plot"]) if "plot" in dest else None,
+        **_written(dest, "output", "plot"),
     })
     _finish(summary, session, as_json, quiet)
 

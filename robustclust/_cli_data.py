@@ -74,6 +74,11 @@ class Dataset:
         return [] if self.X is None else list(self.X.columns)
 
     @property
+    def used_labels(self):
+        """Labels of the rows in X."""
+        return [label for label, keep in zip(self.labels, self.used) if keep]
+
+    @property
     def dropped(self):
         """Labels of the rows left out for missing values."""
         return [label for label, keep in zip(self.labels, self.used) if not keep]

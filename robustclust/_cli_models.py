@@ -85,10 +85,14 @@ def _kernel_estimator(options, graph):
     ``KernelRobustGaussianMixture``, ``robustclust.graph``) are still being
     written.  This is the one place to build them from ``options``.
     """
-    what = "graph inputs need" if graph else f"--kernel {options.kernel} needs"
-    raise NotAvailableError(
-        f"{what} the kernel estimators, which are not available in this version "
-        "of robustclust yet")
+    raise kernels_not_available("graph inputs need" if graph
+                                else f"--kernel {options.kernel} needs")
+
+
+def kernels_not_available(what):
+    """The usage error for a feature that needs the kernel estimators."""
+    return NotAvailableError(f"{what} the kernel estimators, which are not available in "
+                             "this version of robustclust yet")
 
 
 def final_estimator(model):

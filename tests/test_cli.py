@@ -195,6 +195,9 @@ BAD = [
     ("predict over the input", ["predict", "-m", "xy.model", "blobs.csv", "-o", "blobs.csv",
                                 "--force"], 1,
      "robustclust predict: error: refusing to write over the input file blobs.csv"),
+    ("predict a graph", ["predict", "-m", "xy.model", "bad.gml"], 2,
+     "robustclust predict: error: graph inputs need the kernel estimators, which are not "
+     "available in this version of robustclust yet"),
     ("path missing values", ["path", "messy.csv", "-k", "2"], 1,
      "robustclust path: error: missing values in rows 3 and 17 of messy.csv (column b): "
      "use --drop-missing to leave these rows out"),
