@@ -9,6 +9,7 @@ Regularization", IEEE Trans. Signal Processing, 2012.
 from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
 from ._kmeans import RobustKMeans
 from ._mixture import RobustGaussianMixture
+from ._model_io import load_model, save_model
 from ._path import RegularizationPath, regularization_path
 from ._selection import OutlierCountWarning
 
@@ -21,6 +22,8 @@ __all__ = [
     "RegularizationPath",
     "RobustGaussianMixture",
     "RobustKMeans",
+    "load_model",
     "regularization_path",
+    "save_model",
     "__version__",
 ]

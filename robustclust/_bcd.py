@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
+from . import _progress
 from ._kernels import hard_pass
 
 _THREADPOOLS = ThreadpoolController()
@@ -440,6 +441,7 @@ class RKMSolver:
             centers, index, vals = new_centers, new_index, new_vals
             current = State(centers, labels, U, index, vals, costs, obj,
                             cluster_sums=None if next_sums is None else (*next_sums, rule))
+            _progress.iteration()
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             scale_m = np.linalg.norm(centers)

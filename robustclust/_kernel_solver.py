@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.special import logsumexp
 
+from . import _progress
 from ._bcd import _EMPTY_INDEX, fuzzy_memberships, worst_fitting_inliers
 from ._mixture_solver import consistency_factor
 
@@ -383,6 +384,7 @@ class KernelRKMSolver(_KernelGeometry):
             history.append(obj)
             shift = self.shifts(state, B, KB, G, outliers)
             state = KernelState(B, KB, G, labels, U, *outliers, sizes, costs, obj)
+            _progress.iteration()
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             if self.converged(self.tol, *shift, sizes):
@@ -603,6 +605,7 @@ class KernelRPCSolver(_KernelGeometry):
             shift = self.shifts(state, B, KB, G, outliers)
             state = KernelState(B, KB, G, new_resp.argmax(axis=1), new_resp, *outliers, sizes,
                                 -log_norm, obj, weights=weights, variance=variance)
+            _progress.iteration()
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             if self.converged(self.tol, *shift, sizes):

@@ -52,6 +52,7 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from . import _progress
 from ._bcd import _EMPTY_INDEX, _outlier_shift, dense_rows
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -340,6 +341,7 @@ class RPCSolver:
             outlier_shift = _outlier_shift(index, vals, new_index, new_vals)
             M, weights, cov, index, vals = new_M, new_weights, new_cov, new_index, new_vals
             current = MixtureState(M, weights, cov.value, index, vals, resp, log_norm, obj)
+            _progress.iteration()
             if self.verbose:
                 print(f"  iteration {it}: objective {obj:.6g}, outliers {len(index)}")
             scale_m = np.linalg.norm(M)

@@ -1,0 +1,118 @@
+"""Summaries of the command line: one dict per run, shown as text or as JSON.
+
+The commands build a summary dict (the ``--json`` output) and
+:func:`format_summary` renders the same dict for people, so the two never
+disagree.
+"""
+
+import json
+import math
+
+import numpy as np
+
+from ._cli_data import rows_phrase
+
+#: Outliers listed in a summary, highest score first.
+TOP_OUTLIERS = 10
+
+
+def cluster_sizes(labels, n_clusters):
+    """Number of rows in each cluster 0..n_clusters-1 (outliers not counted)."""
+    labels = np.asarray(labels)
+    return np.bincount(labels[labels >= 0], minlength=n_clusters).tolist()
+
+
+def top_outliers(row_labels, outlier_mask, scores, key):
+    """The flagged rows with the highest scores: [{key: label, "score": s}, ...]."""
+    index = np.flatnonzero(outlier_mask)
+    order = index[np.argsort(-scores[index], kind="stable")][:TOP_OUTLIERS]
+    return [{key: row_labels[i], "score": float(scores[i])} for i in order]
+
+
+def to_json(summary):
+    """The summary as JSON text; infinite numbers become the strings "inf"/"-inf"."""
+    return json.dumps(_finite(summary), indent=2)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _count(n, noun):
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _num(x):
+    return f"{x:.4g}"
+
+
+def format_summary(summary):
+    """The human-readable text of a ``fit``, ``predict`` or ``path`` summary."""
+    lines = [f"{summary['command']}: {summary['method']}, {summary['n_clusters']} clusters"]
+    if "model" in summary and summary["command"] == "predict":
+        lines.append(f"model: {summary['model']}")
+    lines += _input_lines(summary)
+    if summary["command"] == "path":
+        lines += _path_lines(summary)
+    else:
+        lines += _result_lines(summary)
+    for key, what in (("output", "wrote"), ("plot", "plotted"), ("saved_model", "saved model")):
+        if summary.get(key):
+            lines.append(f"{what} {summary[key]}")
+    return "\n".join(lines) + "\n"
+
+
+def _input_lines(summary):
+    if summary["graph"]:
+        what = f"{summary['n_rows']} nodes"
+    else:
+        what = (f"{summary['n_rows']} rows, {len(summary['columns'])} columns "
+                f"({', '.join(summary['columns'])})")
+    lines = [f"input: {summary['input']}, {what}"]
+    if summary.get("skipped_columns"):
+        skipped = ", ".join(f"{name} ({why})" for name, why in summary["skipped_columns"].items())
+        lines.append(f"skipped columns: {skipped}")
+    if summary.get("dropped_rows"):
+        dropped = summary["dropped_rows"]
+        lines.append(f"left out {_count(len(dropped), 'row')} with missing values: "
+                     f"{rows_phrase(dropped)}")
+    return lines
+
+
+def _result_lines(summary):
+    lines = []
+    if summary["command"] == "fit":
+        lines.append(f"lambda: {_num(summary['lambda'])} ({summary['lambda_rule']})")
+        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, objective "
+                     f"{_num(summary['objective'])}, {_count(summary['n_iter'], 'iteration')}, "
+                     f"{summary['time_s']:.2f} s")
+    else:
+        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, "
+                     f"{summary['time_s']:.2f} s")
+    sizes = summary["cluster_sizes"]
+    width = max(4, len(str(max(sizes + [summary["n_outliers"]]))))
+    lines += ["", f"cluster   {'rows':>{width}}"]
+    lines += [f"{c:<9} {size:>{width}}" for c, size in enumerate(sizes)]
+    lines.append(f"{'outliers':<9} {summary['n_outliers']:>{width}}")
+    top = summary.get("top_outliers")
+    if top:
+        key = "node" if summary["graph"] else "row"
+        width = max(len(key), *(len(str(t[key])) for t in top))
+        lines += ["", "top outliers by score", f"{key:<{width}}  score"]
+        lines += [f"{str(t[key]):<{width}}  {_num(t['score'])}" for t in top]
+    return lines
+
+
+def _path_lines(summary):
+    lams = summary["lambdas"]
+    lines = [f"lambda_max: {_num(summary['lambda_max'])} (nothing is flagged above it); "
+             f"{len(lams)} values down to {_num(lams[-1])}; {summary['time_s']:.2f} s",
+             "", "   lambda  outliers"]
+    lines += [f"{_num(lam):>9}  {count:>8}" for lam, count in zip(lams, summary["n_outliers"])]
+    return lines

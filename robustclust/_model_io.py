@@ -1,0 +1,283 @@
+"""Model files: fitted estimators as NumPy arrays plus JSON, never pickle.
+
+Format, version 1
+-----------------
+A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays; the name
+need not end in ``.npz``), read with ``allow_pickle=False`` so that loading
+never runs code.  It holds:
+
+``__robustclust_model__``
+    A 0-d unicode array: UTF-8 JSON text (as written by Python's ``json``,
+    so ``Infinity`` and ``NaN`` may appear) with the keys
+
+    * ``"format"``: ``"robustclust-model"``;
+    * ``"format_version"``: 1; a reader refuses files with a larger version;
+    * ``"library_version"``: the robustclust version that wrote the file;
+    * ``"estimator"``: an estimator spec (below).
+
+``<prefix><attribute>``
+    One numeric or fixed-width unicode array per array-valued parameter or
+    fitted attribute, under the key the spec names.
+
+An estimator spec is ``{"class": name, "params": {...}, "attributes": {...}}``:
+``params`` are the estimator's ``get_params(deep=False)`` and ``attributes``
+its fitted attributes listed in :data:`FITTED_ATTRIBUTES` (what ``predict``
+and the other methods for new data need, and the fit's summary numbers;
+per-training-row arrays such as ``labels_`` are not stored).  A JSON value
+is a number, string, boolean or null, or ``{"array": key}`` for an array
+stored in the archive (``"object": true`` when it was an object array of
+strings, such as ``feature_names_in_``).  A random-state instance is stored
+as null.  A :class:`sklearn.pipeline.Pipeline` whose steps are all listed
+(e.g. ``StandardScaler`` then ``RobustKMeans``) is stored as
+``{"class": "Pipeline", "params": {...}, "steps": [[name, spec], ...]}``.
+
+Adding an estimator means adding its class and attribute names to
+:data:`FITTED_ATTRIBUTES`.
+"""
+
+import json
+import zipfile
+from numbers import Integral, Real
+
+import numpy as np
+from numpy.lib.npyio import NpzFile
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+from ._files import atomic_write
+from ._kmeans import RobustKMeans
+from ._mixture import RobustGaussianMixture
+
+FORMAT = "robustclust-model"
+FORMAT_VERSION = 1
+_META_KEY = "__robustclust_model__"
+
+#: Fitted attributes stored per estimator class: those needed by predict,
+#: transform, score and friends on new data, and the fit's summary numbers.
+#: ``feature_names_in_`` is stored when present (fitted on named columns).
+FITTED_ATTRIBUTES = {
+    RobustKMeans: (
+        "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
+        "objective_", "n_iter_", "n_features_in_", "_offset", "_n_features_out",
+    ),
+    RobustGaussianMixture: (
+        "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
+        "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
+        "converged_", "n_features_in_", "_offset", "_covar_floor",
+    ),
+    StandardScaler: ("mean_", "var_", "scale_", "n_samples_seen_", "n_features_in_"),
+}
+_OPTIONAL_ATTRIBUTES = ("feature_names_in_",)
+_CLASSES = {cls.__name__: cls for cls in FITTED_ATTRIBUTES}
+
+
+class ModelFileError(ValueError):
+    """A file that is not a model file this version of robustclust can load."""
+
+
+def save_model(estimator, path):
+    """Save a fitted estimator to a model file (no pickle).
+
+    The file is written atomically: a temporary file in the same directory
+    is renamed onto ``path`` once complete, replacing any existing file.
+
+    Parameters
+    ----------
+    estimator : RobustKMeans, RobustGaussianMixture or Pipeline
+        A fitted estimator; a pipeline may combine them with
+        ``StandardScaler``.
+    path : str or path-like
+        Destination; written as given (no suffix is added).
+
+    Raises
+    ------
+    TypeError
+        The estimator class has no entry in the model format.
+    sklearn.exceptions.NotFittedError
+        The estimator is not fitted.
+
+    See Also
+    --------
+    load_model
+
+    Notes
+    -----
+    The format is documented in :mod:`robustclust._model_io`: a ``.npz``
+    archive of arrays plus JSON metadata with the format version, the
+    library version, the estimator class, its parameters and the fitted
+    attributes that predicting needs.
+    """
+    arrays = {}
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "library_version": _library_version(),
+        "estimator": _spec(estimator, "", arrays),
+    }
+    arrays[_META_KEY] = np.array(json.dumps(meta))
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
+
+
+def load_model(path):
+    """Load an estimator saved by :func:`save_model`.
+
+    Loading never unpickles: the archive is read with ``allow_pickle=False``
+    and the estimator is rebuilt from its class name (one of the supported
+    classes), its parameters and its fitted attributes.  ``predict`` and the
+    other methods for new data give the same results as the saved estimator.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    estimator : RobustKMeans, RobustGaussianMixture or Pipeline
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ModelFileError
+        (a ValueError) The file is not a robustclust model file, is
+        corrupted, or was written by a newer, incompatible model format.
+    """
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic == b"\x93NUMPY":
+        raise ModelFileError(f"{path} is not a robustclust model file (a plain .npy array)")
+    if not magic.startswith(b"PK"):
+        raise ModelFileError(f"{path} is not a robustclust model file (not a .npz archive)")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
+    if not isinstance(archive, NpzFile):  # pragma: no cover - the magic said zip
+        raise ModelFileError(f"{path} is not a robustclust model file")
+    with archive:
+        try:
+            return _read(archive)
+        except ModelFileError as exc:
+            raise ModelFileError(f"{path} {exc}") from exc
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, TypeError) as exc:
+            raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- saving ----------------------------------------------------------------------
+def _library_version():
+    from . import __version__
+
+    return __version__
+
+
+def _spec(estimator, prefix, arrays):
+    """JSON spec of ``estimator``; its arrays go into ``arrays`` under ``prefix``."""
+    if isinstance(estimator, Pipeline):
+        params = estimator.get_params(deep=False)
+        steps = params.pop("steps")
+        return {
+            "class": "Pipeline",
+            "params": {k: _value(v, f"{prefix}{k}", arrays) for k, v in params.items()},
+            "steps": [[name, _spec(step, f"{prefix}{i}/", arrays)]
+                      for i, (name, step) in enumerate(steps)],
+        }
+    cls = type(estimator)
+    if cls not in FITTED_ATTRIBUTES:
+        supported = ", ".join(sorted(_CLASSES)) + ", Pipeline"
+        raise TypeError(f"cannot save a {cls.__name__}: model files hold {supported}")
+    check_is_fitted(estimator)
+    names = FITTED_ATTRIBUTES[cls] + tuple(
+        a for a in _OPTIONAL_ATTRIBUTES if hasattr(estimator, a))
+    return {
+        "class": cls.__name__,
+        "params": {k: _value(v, f"{prefix}param:{k}", arrays)
+                   for k, v in estimator.get_params(deep=False).items()},
+        "attributes": {a: _value(getattr(estimator, a), f"{prefix}{a}", arrays)
+                       for a in names},
+    }
+
+
+def _value(value, key, arrays):
+    """A JSON-able stand-in for ``value``; arrays are stored under ``key``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    if isinstance(value, np.random.RandomState):
+        return None  # seeds only the fit, which a loaded model does not rerun
+    if isinstance(value, (np.ndarray, list, tuple)):
+        array = np.asarray(value)
+        if array.dtype == object:
+            if not all(isinstance(v, str) for v in array.ravel()):
+                raise TypeError(f"cannot save {key}: an object array that is not all strings")
+            arrays[key] = array.astype(str)
+            return {"array": key, "object": True}
+        arrays[key] = array
+        return {"array": key}
+    raise TypeError(f"cannot save {key}: a {type(value).__name__} value")
+
+
+# -- loading ---------------------------------------------------------------------
+def _read(archive):
+    """The estimator in an open archive; ModelFileError messages omit the path."""
+    if _META_KEY not in archive.files:
+        raise ModelFileError("is not a robustclust model file (no model metadata)")
+    text = archive[_META_KEY]
+    if text.dtype.kind != "U" or text.ndim != 0:
+        raise ModelFileError("is corrupted (malformed model metadata)")
+    meta = json.loads(text.item())
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelFileError("is not a robustclust model file (unknown format)")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelFileError("is corrupted (no format version)")
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"was written by robustclust {meta.get('library_version', '?')} in model "
+            f"format {version}; this robustclust ({_library_version()}) reads format "
+            f"{FORMAT_VERSION} and older: upgrade robustclust to load it")
+    return _build(meta["estimator"], archive)
+
+
+def _build(spec, npz):
+    """The estimator described by ``spec``, with its arrays from ``npz``."""
+    name = spec["class"]
+    if name == "Pipeline":
+        steps = [(step_name, _build(step, npz)) for step_name, step in spec["steps"]]
+        params = {k: _restore(v, npz) for k, v in spec["params"].items()}
+        return Pipeline(steps, **params)
+    if name not in _CLASSES:
+        raise ModelFileError(f"holds an estimator class this robustclust does not know: {name}")
+    cls = _CLASSES[name]
+    known = set(cls().get_params(deep=False))
+    unknown = set(spec["params"]) - known
+    if unknown:
+        raise ModelFileError(
+            f"holds {name} parameters this robustclust does not know: {sorted(unknown)}")
+    estimator = cls(**{k: _restore(v, npz) for k, v in spec["params"].items()})
+    attributes = spec["attributes"]
+    missing = [a for a in FITTED_ATTRIBUTES[cls] if a not in attributes]
+    if missing:
+        raise ModelFileError(f"is corrupted: {name} lacks the fitted attributes {missing}")
+    for attr, value in attributes.items():
+        setattr(estimator, attr, _restore(value, npz))
+    return estimator
+
+
+def _restore(value, npz):
+    """Inverse of :func:`_value`."""
+    if isinstance(value, dict):
+        array = npz[value["array"]]
+        return array.astype(object) if value.get("object") else array
+    return value

@@ -1,0 +1,648 @@
+"""The ``robustclust`` console script, run in subprocesses on real files."""
+
+import fcntl
+import json
+import os
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from robustclust import (
+    RobustGaussianMixture,
+    RobustKMeans,
+    load_model,
+    regularization_path,
+    save_model,
+)
+from robustclust._cli import main
+from robustclust._cli_data import read_graph, rows_phrase
+from robustclust._files import UnsafeWriteError, atomic_write, check_destination
+from robustclust.datasets import make_blobs_with_outliers
+
+SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DOLPHINS = SHARED_DATA / "dolphins.gml"
+_SCRIPT = Path(sys.executable).with_name("robustclust")
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
+
+
+def run(args, cwd, env=None, stdin=None):
+    """Run the console script in ``cwd``; the CompletedProcess (text)."""
+    return subprocess.run(COMMAND + [str(a) for a in args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=300, stdin=stdin)
+
+
+def blobs():
+    """The paper's four blobs with 40 outliers (240 rows)."""
+    return make_blobs_with_outliers(n_outliers=40, random_state=0).X
+
+
+def messy_frame():
+    """20 rows: a text column, numbers, missing values in rows 3 and 17, a mixed column."""
+    rng = np.random.default_rng(5)
+    a = np.round(np.r_[rng.normal(0, 1, 10), rng.normal(6, 1, 10)], 3)
+    b = np.round(np.r_[rng.normal(0, 1, 10), rng.normal(6, 1, 10)], 3)
+    b[[2, 16]] = np.nan
+    names = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan",
+             "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent",
+             "victor", "walter", "zoe"]
+    note = ["ok"] * 20
+    note[4] = "check, twice"
+    return pd.DataFrame({"name": names, "a": a, "b": b, "note": note})
+
+
+def write_files(where):
+    """Every input file the tests read, written into ``where``."""
+    X = blobs()
+    pd.DataFrame(X, columns=["x", "y"]).to_csv(where / "blobs.csv", index=False)
+    messy_frame().to_csv(where / "messy.csv", index=False)
+    np.save(where / "blobs.npy", X)
+    (where / "broken.csv").write_text("x,y\n1,2\n3,4,5\n")
+    (where / "empty.csv").write_text("")
+    (where / "headerless.csv").write_text("1.5,2.5\n3,4\n5,6\n")
+    (where / "tiny.csv").write_text("x,y\n1,2\n3,4\n5,7\n")
+    (where / "data.xlsx").write_text("not really")
+    np.save(where / "cube.npy", np.zeros((2, 2, 2)))
+    (where / "bad.gml").write_text("graph [\n  node [ id 0 label \"a\" ]\n  edge [ source 0\n")
+    (where / "bad.edges").write_text("a b\nb c 1 2\n")
+    (where / "existing.csv").write_text("keep me\n")
+    (where / "link.csv").symlink_to("blobs.csv")
+    model = RobustKMeans(4, n_init=1, random_state=0).fit(pd.DataFrame(X, columns=["x", "y"]))
+    save_model(model, where / "xy.model")
+    shutil.copy(where / "xy.model", where / "model.csv")
+
+
+# -- bad inputs: one line on stderr, the right exit status, nothing written ----------
+BAD = [
+    # (id, arguments, exit status, the one stderr line)
+    ("missing file", ["fit", "nope.csv", "-k", "2"], 1,
+     "robustclust fit: error: no such file: nope.csv"),
+    ("unreadable csv", ["fit", "broken.csv", "-k", "2"], 1,
+     "robustclust fit: error: cannot read broken.csv as CSV: Error tokenizing data. "
+     "C error: Expected 2 fields in line 3, saw 3"),
+    ("empty csv", ["fit", "empty.csv", "-k", "2"], 1,
+     "robustclust fit: error: empty.csv is empty"),
+    ("no header", ["fit", "headerless.csv", "-k", "2"], 1,
+     "robustclust fit: error: the first line of headerless.csv (1.5, 2.5) looks like data, "
+     "not column names: add a header line naming the columns"),
+    ("non-numeric column", ["fit", "messy.csv", "-k", "2", "--columns", "a,name"], 1,
+     "robustclust fit: error: column 'name' of messy.csv is not numeric (row 1: 'alice')"),
+    ("unknown column", ["fit", "messy.csv", "-k", "2", "--columns", "a,zz"], 1,
+     "robustclust fit: error: no column 'zz' in messy.csv (columns: name, a, b, note)"),
+    ("missing values", ["fit", "messy.csv", "-k", "2", "-o", "out.csv"], 1,
+     "robustclust fit: error: missing values in rows 3 and 17 of messy.csv (column b): "
+     "use --drop-missing to leave these rows out"),
+    ("fewer rows than clusters", ["fit", "tiny.csv", "-k", "4"], 1,
+     "robustclust fit: error: 3 rows of tiny.csv for 4 clusters: need at least one row "
+     "per cluster"),
+    ("too many outliers", ["fit", "tiny.csv", "-k", "2", "-s", "3"], 1,
+     "robustclust fit: error: -s/--outliers 3 must be smaller than the number of rows (3)"),
+    ("3-D array", ["fit", "cube.npy", "-k", "2"], 1,
+     "robustclust fit: error: cube.npy holds a 3-D array; expected rows x columns (2-D)"),
+    ("bad gml", ["fit", "bad.gml", "-k", "2"], 1,
+     "robustclust fit: error: cannot read bad.gml as GML: expected ']', found EOF at (4, 1)"),
+    ("bad edge list", ["fit", "bad.edges", "-k", "2"], 1,
+     "robustclust fit: error: bad.edges, line 2: expected 'node node' or 'node node "
+     "weight', got 4 fields"),
+    ("unknown method", ["fit", "blobs.csv", "-k", "2", "--method", "foo"], 2,
+     "robustclust fit: error: Invalid value for '--method': 'foo' is not one of "
+     "'kmeans', 'soft', 'gmm'."),
+    ("unknown covariance", ["fit", "blobs.csv", "-k", "2", "--method", "gmm",
+                            "--covariance", "tied"], 2,
+     "robustclust fit: error: Invalid value for '--covariance': 'tied' is not one of "
+     "'spherical', 'diag', 'full'."),
+    ("unknown kernel", ["fit", "blobs.csv", "-k", "2", "--kernel", "sigmoid"], 2,
+     "robustclust fit: error: Invalid value for '--kernel': 'sigmoid' is not one of "
+     "'rbf', 'poly', 'linear', 'cosine'."),
+    ("unknown option", ["fit", "blobs.csv", "-k", "2", "--bogus"], 2,
+     "robustclust fit: error: No such option '--bogus'. Did you mean '--columns'?"),
+    ("unknown command", ["bogus"], 2, "robustclust: error: No such command 'bogus'."),
+    ("unknown format", ["fit", "data.xlsx", "-k", "2"], 2,
+     "robustclust fit: error: Invalid value for INPUT: cannot tell the format of data.xlsx "
+     "from its name: expected one of .csv, .tsv, .parquet, .pq, .npy, .gml, .edges, .txt "
+     "(CSV/TSV may be compressed, e.g. .csv.gz)"),
+    ("no clusters", ["fit", "blobs.csv"], 2,
+     "robustclust fit: error: Missing option '-k' / '--clusters'."),
+    ("zero clusters", ["fit", "blobs.csv", "-k", "0"], 2,
+     "robustclust fit: error: Invalid value for '-k' / '--clusters': 0 is not in the "
+     "range x>=1."),
+    ("count and lambda", ["fit", "blobs.csv", "-k", "2", "-s", "5", "--lam", "1"], 2,
+     "robustclust fit: error: give at most one of -s/--outliers and --lam"),
+    ("bad count", ["fit", "blobs.csv", "-k", "2", "-s", "many"], 2,
+     "robustclust fit: error: Invalid value for '-s' / '--outliers': expected a count (80), "
+     "a fraction below 0.5 (0.05) or a percentage (5%), got 'many'"),
+    ("fraction too big", ["fit", "blobs.csv", "-k", "2", "-s", "60%"], 2,
+     "robustclust fit: error: Invalid value for '-s' / '--outliers': a fraction of the rows "
+     "must be in (0, 0.5), got '60%'"),
+    ("negative lambda", ["fit", "blobs.csv", "-k", "2", "--lam", "-1"], 2,
+     "robustclust fit: error: Invalid value for '--lam': expected a number >= 0 (or inf), "
+     "got '-1'"),
+    ("q without soft", ["fit", "blobs.csv", "-k", "2", "--q", "2"], 2,
+     "robustclust fit: error: --q applies to --method soft only"),
+    ("q of 1", ["fit", "blobs.csv", "-k", "2", "--method", "soft", "--q", "1"], 2,
+     "robustclust fit: error: Invalid value for '--q': 1.0 is not in the range x>1."),
+    ("covariance without gmm", ["fit", "blobs.csv", "-k", "2", "--covariance", "full"], 2,
+     "robustclust fit: error: --covariance applies to --method gmm only"),
+    ("gmm at lambda 0", ["fit", "blobs.csv", "-k", "2", "--method", "gmm", "--lam", "0"], 2,
+     "robustclust fit: error: --lam must be > 0 with --method gmm (at 0 the mixture's cost "
+     "is unbounded below)"),
+    ("kernel not available", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf"], 2,
+     "robustclust fit: error: --kernel rbf needs the kernel estimators, which are not "
+     "available in this version of robustclust yet"),
+    ("output exists", ["fit", "blobs.csv", "-k", "2", "-o", "existing.csv"], 1,
+     "robustclust fit: error: existing.csv already exists (use --force to overwrite it)"),
+    ("output is the input", ["fit", "blobs.csv", "-k", "2", "-o", "blobs.csv", "--force"], 1,
+     "robustclust fit: error: refusing to write over the input file blobs.csv"),
+    ("output links to the input", ["fit", "blobs.csv", "-k", "2", "-o", "link.csv",
+                                   "--force"], 1,
+     "robustclust fit: error: refusing to write over the input file link.csv"),
+    ("model over the input", ["fit", "blobs.csv", "-k", "2", "--save-model", "./blobs.csv",
+                              "--force"], 1,
+     "robustclust fit: error: refusing to write over the input file blobs.csv"),
+    ("output in a missing directory", ["fit", "blobs.csv", "-k", "2", "-o", "no/out.csv"], 1,
+     "robustclust fit: error: cannot write no/out.csv: directory no does not exist"),
+    ("output suffix", ["fit", "blobs.csv", "-k", "2", "-o", "out.txt"], 2,
+     "robustclust fit: error: Invalid value for '-o' / '--output': the output file name "
+     "must end in .csv or .tsv"),
+    ("plot suffix", ["fit", "blobs.csv", "-k", "2", "--plot", "out.jpeg"], 2,
+     "robustclust fit: error: Invalid value for '--plot': the plot file name must end in "
+     ".png, .pdf, .svg"),
+    ("output and model collide", ["fit", "blobs.csv", "-k", "2", "-o", "out.csv",
+                                  "--save-model", "out.csv"], 2,
+     "robustclust fit: error: -o/--output and --save-model name the same file out.csv"),
+    ("predict without model", ["predict", "blobs.csv"], 2,
+     "robustclust predict: error: Missing option '-m' / '--model'."),
+    ("missing model", ["predict", "-m", "none.model", "blobs.csv"], 1,
+     "robustclust predict: error: no such model file: none.model"),
+    ("not a model", ["predict", "-m", "messy.csv", "blobs.csv"], 1,
+     "robustclust predict: error: messy.csv is not a robustclust model file "
+     "(not a .npz archive)"),
+    ("model columns missing", ["predict", "-m", "xy.model", "messy.csv"], 1,
+     "robustclust predict: error: no column 'x' in messy.csv (columns: name, a, b, note)"),
+    ("predict over the model", ["predict", "-m", "model.csv", "blobs.csv", "-o",
+                                "model.csv", "--force"], 1,
+     "robustclust predict: error: refusing to write over the input file model.csv"),
+    ("predict over the input", ["predict", "-m", "xy.model", "blobs.csv", "-o", "blobs.csv",
+                                "--force"], 1,
+     "robustclust predict: error: refusing to write over the input file blobs.csv"),
+    ("predict a graph", ["predict", "-m", "xy.model", "bad.gml"], 2,
+     "robustclust predict: error: graph inputs need the kernel estimators, which are not "
+     "available in this version of robustclust yet"),
+    ("path missing values", ["path", "messy.csv", "-k", "2"], 1,
+     "robustclust path: error: missing values in rows 3 and 17 of messy.csv (column b): "
+     "use --drop-missing to leave these rows out"),
+    ("demo runs", ["demo", "--runs", "0"], 2,
+     "robustclust demo: error: Invalid value for '--runs': 0 is not in the range x>=1."),
+]
+
+
+#: The bad inputs the issue names, also run through the console script.
+IN_SUBPROCESS = ("missing file", "unreadable csv", "non-numeric column", "missing values",
+                 "fewer rows than clusters", "unknown method", "unknown option",
+                 "unknown command", "output is the input", "demo runs")
+
+
+@pytest.fixture(scope="module")
+def bad_dir(tmp_path_factory):
+    where = tmp_path_factory.mktemp("bad")
+    write_files(where)
+    return where
+
+
+def _snapshot(where):
+    return {p.name: p.read_bytes() for p in where.iterdir()}
+
+
+@pytest.mark.parametrize("case_id, args, status, message", BAD, ids=[c[0] for c in BAD])
+def test_bad_input_is_one_line_with_the_right_status(bad_dir, monkeypatch, capsys, case_id,
+                                                     args, status, message):
+    monkeypatch.chdir(bad_dir)
+    before = _snapshot(bad_dir)
+    assert main(args) == status
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == message + "\n"
+    assert _snapshot(bad_dir) == before  # nothing written, no temporary file left
+
+
+def test_bad_inputs_through_the_console_script(bad_dir):
+    cases = [case for case in BAD if case[0] in IN_SUBPROCESS]
+    assert len(cases) == len(IN_SUBPROCESS)
+    before = _snapshot(bad_dir)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        procs = list(pool.map(lambda case: run(case[1], bad_dir), cases))
+    for (case_id, _, status, message), proc in zip(cases, procs):
+        assert (proc.returncode, proc.stdout, proc.stderr) == (status, "", message + "\n"), \
+            case_id
+    assert _snapshot(bad_dir) == before
+
+
+# -- fit, predict, path on good inputs -----------------------------------------------
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """fit blobs.csv -k 4 -s 40 with every output, --json --quiet: (dir, process)."""
+    where = tmp_path_factory.mktemp("fit")
+    write_files(where)
+    proc = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "-o", "out.csv",
+                "--save-model", "m.npz", "--json", "--quiet"], where)
+    assert proc.returncode == 0, proc.stderr
+    return where, proc
+
+
+def test_fit_output_is_the_input_rows_plus_the_library_results(fitted):
+    where, proc = fitted
+    assert proc.stderr == ""
+    model = RobustKMeans(4, n_outliers=40, random_state=0).fit(blobs())
+    out = pd.read_csv(where / "out.csv")
+    assert list(out.columns) == ["x", "y", "cluster", "is_outlier", "outlier_score"]
+    pd.testing.assert_frame_equal(out[["x", "y"]], pd.read_csv(where / "blobs.csv"))
+    np.testing.assert_array_equal(out["cluster"], model.labels_)
+    np.testing.assert_array_equal(out["is_outlier"], model.labels_ == -1)
+    np.testing.assert_array_equal(out["outlier_score"], model.outlier_norms_)
+    assert (out["outlier_score"] > 0).sum() == 40
+
+    summary = json.loads(proc.stdout)
+    assert summary["lambda"] == model.lambda_
+    assert summary["n_outliers"] == 40
+    assert summary["cluster_sizes"] == np.bincount(model.labels_[model.labels_ >= 0]).tolist()
+    assert summary["objective"] == model.objective_
+    assert summary["n_iter"] == model.n_iter_
+    assert summary["columns"] == ["x", "y"] and summary["n_rows"] == 240
+    assert summary["estimator"] == "RobustKMeans"
+    assert summary["method"] == "hard robust K-means"
+    assert summary["lambda_rule"] == "chosen to flag 40 outliers"
+    assert summary["output"] == "out.csv" and summary["saved_model"] == "m.npz"
+    assert summary["warnings"] == [] and summary["time_s"] > 0
+    top = summary["top_outliers"]
+    assert len(top) == 10
+    order = np.argsort(-model.outlier_norms_, kind="stable")[:10]
+    assert [t["row"] for t in top] == (order + 1).tolist()  # rows count from 1
+    assert [t["score"] for t in top] == model.outlier_norms_[order].tolist()
+
+
+def test_saved_model_predicts_the_fitted_labels(fitted):
+    where, _ = fitted
+    proc = run(["predict", "--model", "m.npz", "out.csv", "-o", "pred.csv"], where)
+    assert proc.returncode == 0, proc.stderr
+    fit_out = pd.read_csv(where / "out.csv")
+    pred = pd.read_csv(where / "pred.csv")
+    # the earlier result columns are replaced, the input columns kept
+    assert list(pred.columns) == ["x", "y", "cluster", "is_outlier", "outlier_score"]
+    np.testing.assert_array_equal(pred["cluster"], fit_out["cluster"])
+    model = load_model(where / "m.npz")
+    frame = pd.read_csv(where / "blobs.csv")
+    np.testing.assert_array_equal(pred["outlier_score"], model.outlier_norms(frame))
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["predict: hard robust K-means, 4 clusters", "model: m.npz",
+                         "input: out.csv, 240 rows, 2 columns (x, y)"]
+    assert lines[3].startswith("result: 40 outliers, ")
+    assert lines[-1] == "wrote pred.csv"
+
+
+def test_predict_new_rows_matches_the_loaded_model(fitted):
+    where, _ = fitted
+    new = pd.DataFrame({"y": [0.0, 9.0, -1.0], "label": ["p", "q", "r"], "x": [0.5, 9.0, 2.0]})
+    new.to_csv(where / "new.csv", index=False)
+    proc = run(["predict", "-m", "m.npz", "new.csv", "--json"], where)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    model = load_model(where / "m.npz")
+    expected = model.predict(new[["x", "y"]])
+    assert summary["n_outliers"] == int((expected == -1).sum()) == 1
+    assert summary["columns"] == ["x", "y"]  # taken by name, in the model's order
+    assert summary["cluster_sizes"] == np.bincount(expected[expected >= 0],
+                                                   minlength=4).tolist()
+
+
+def test_messy_table_with_drop_missing_keeps_every_row_and_column(tmp_path):
+    write_files(tmp_path)
+    proc = run(["fit", "messy.csv", "-k", "2", "--drop-missing", "-o", "out.csv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, dtype=str)
+    original = pd.read_csv(tmp_path / "messy.csv", keep_default_na=False, dtype=str)
+    pd.testing.assert_frame_equal(out[original.columns], original)
+    assert out.loc[[2, 16], ["cluster", "is_outlier", "outlier_score"]].eq("").all().all()
+    kept = messy_frame().dropna()
+    model = RobustKMeans(2, random_state=0).fit(kept[["a", "b"]])
+    np.testing.assert_array_equal(out["cluster"].drop(index=[2, 16]).astype(int),
+                                  model.labels_)
+    lines = proc.stdout.splitlines()
+    assert lines[1:4] == ["input: messy.csv, 20 rows, 2 columns (a, b)",
+                          "skipped columns: name (not numeric), note (not numeric)",
+                          "left out 2 rows with missing values: rows 3 and 17"]
+
+
+def test_npy_and_tsv_inputs_and_tsv_output(tmp_path):
+    write_files(tmp_path)
+    X = blobs()
+    pd.DataFrame(X, columns=["x", "y"]).to_csv(tmp_path / "blobs.tsv", sep="\t", index=False)
+    proc = run(["fit", "blobs.npy", "-k", "4", "--lam", "4", "--columns", "1", "-o", "a.csv",
+                "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "a.csv")
+    assert list(out.columns) == ["0", "1", "cluster", "is_outlier", "outlier_score"]
+    np.testing.assert_array_equal(out[["0", "1"]].to_numpy(), X)
+    model = RobustKMeans(4, lam=4.0, random_state=0).fit(X[:, [1]])
+    np.testing.assert_array_equal(out["cluster"], model.labels_)
+    assert json.loads(proc.stdout)["lambda_rule"] == "given"
+
+    proc = run(["fit", "blobs.tsv", "-k", "4", "--lam", "4", "-o", "b.tsv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "b.tsv", sep="\t")
+    np.testing.assert_array_equal(out["cluster"],
+                                  RobustKMeans(4, lam=4.0, random_state=0).fit(X).labels_)
+
+
+def test_standardized_mixture_is_saved_with_its_scaling(tmp_path):
+    write_files(tmp_path)
+    frame = pd.read_csv(tmp_path / "blobs.csv")
+    frame["y"] *= 100  # different units: standardizing matters
+    frame.to_csv(tmp_path / "units.csv", index=False)
+    proc = run(["fit", "units.csv", "-k", "4", "--method", "gmm", "--covariance", "diag",
+                "--standardize", "-s", "5%", "--n-init", "2", "--save-model", "g.npz",
+                "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    model = make_pipeline(StandardScaler(),
+                          RobustGaussianMixture(4, covariance_type="diag", n_outliers=0.05,
+                                                n_init=2, random_state=0)).fit(frame)
+    assert summary["estimator"] == "RobustGaussianMixture"
+    assert summary["method"] == "robust Gaussian mixture (RPC, diag covariance)"
+    assert summary["lambda_rule"] == "chosen to flag 12 outliers (5% of the rows)"
+    assert summary["lambda"] == model[-1].lambda_
+    assert summary["n_outliers"] == model[-1].n_outliers_
+    loaded = load_model(tmp_path / "g.npz")
+    assert [name for name, _ in loaded.steps] == ["standardscaler", "robustgaussianmixture"]
+    proc = run(["predict", "-m", "g.npz", "units.csv", "-o", "p.csv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    pred = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_array_equal(pred["cluster"], model.predict(frame))
+    assert "outlier_score" not in pred  # no per-point score for new rows of a mixture
+
+
+def test_soft_weighted_method_and_warnings(tmp_path):
+    X = np.array([[0, 0]] * 10 + [[0, 1]] * 10 + [[10, 0]] * 10 + [[10, 1]] * 10
+                 + [[5, 40]] * 3, dtype=float)
+    pd.DataFrame(X, columns=["u", "v"]).to_csv(tmp_path / "dup.csv", index=False)
+    proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warning = ("n_outliers=2 was asked for but no lambda on the path flags exactly that "
+               "many points; 0 are flagged (lambda_=14.357).")
+    assert proc.stderr == f"robustclust fit: warning: {warning}\n"
+    assert json.loads(proc.stdout)["warnings"] == [warning]
+
+    proc = run(["fit", "dup.csv", "-k", "2", "--method", "soft", "--q", "2", "--weighted",
+                "--lam", "3", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    model = RobustKMeans(2, q=2.0, weighted=True, lam=3.0, random_state=0).fit(X)
+    assert summary["method"] == "weighted soft robust K-means (q=2)"
+    assert summary["lambda"] == model.lambda_ and summary["n_outliers"] == model.n_outliers_
+
+
+def test_path_table_matches_regularization_path(tmp_path):
+    write_files(tmp_path)
+    proc = run(["path", "blobs.csv", "-k", "4", "--n-lambdas", "8", "-o", "path.csv"],
+               tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    expected = regularization_path(RobustKMeans(4, random_state=0), blobs(), n_lambdas=8)
+    table = pd.read_csv(tmp_path / "path.csv")
+    assert list(table.columns) == ["lambda", "n_outliers", "objective", "n_iter"]
+    np.testing.assert_array_equal(table["lambda"], expected.lambdas)
+    np.testing.assert_array_equal(table["n_outliers"], expected.n_outliers)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "path: hard robust K-means, 4 clusters"
+    assert lines[2].startswith(f"lambda_max: {expected.lambda_max:.4g} (nothing is flagged "
+                               f"above it); 8 values down to {expected.lambdas[-1]:.4g}; ")
+    rows = [line.split() for line in lines[5:13]]
+    assert [float(r[0]) for r in rows] == [float(f"{v:.4g}") for v in expected.lambdas]
+    assert [int(r[1]) for r in rows] == expected.n_outliers.tolist()
+    assert lines[13:] == ["wrote path.csv"]
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_plots_are_written_as_png(tmp_path):
+    write_files(tmp_path)
+    proc = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--plot", "fit.png", "--quiet"],
+               tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert _png_size(tmp_path / "fit.png") == (768, 624)
+    proc = run(["path", "blobs.csv", "-k", "4", "--n-lambdas", "5", "--plot", "path.png",
+                "--quiet"], tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert _png_size(tmp_path / "path.png") == (1320, 504)
+
+
+def _without(module, where):
+    """An environment in which importing ``module`` fails."""
+    shadow = where / "shadow" / module
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"raise ImportError('no {module} here')\n")
+    return {**os.environ, "PYTHONPATH": str(where / "shadow")}
+
+
+def test_plot_without_matplotlib_fails_before_fitting(tmp_path):
+    write_files(tmp_path)
+    proc = run(["fit", "blobs.csv", "-k", "4", "-o", "out.csv", "--plot", "f.png"], tmp_path,
+               env=_without("matplotlib", tmp_path))
+    assert proc.returncode == 1
+    assert proc.stderr == ("robustclust fit: error: --plot needs matplotlib: pip install "
+                           "'robustclust[plot]'\n")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_parquet_without_pyarrow_is_a_clear_error(tmp_path):
+    (tmp_path / "t.parquet").write_bytes(b"PAR1")
+    proc = run(["fit", "t.parquet", "-k", "2"], tmp_path, env=_without("pyarrow", tmp_path))
+    assert proc.returncode == 1
+    assert proc.stderr == ("robustclust fit: error: reading Parquet files needs pyarrow: "
+                           "pip install 'robustclust[parquet]'\n")
+
+
+def test_parquet_input(tmp_path):
+    pytest.importorskip("pyarrow", reason="pyarrow (the parquet extra) is not installed")
+    pd.DataFrame(blobs(), columns=["x", "y"]).to_parquet(tmp_path / "b.parquet")
+    proc = run(["fit", "b.parquet", "-k", "4", "--lam", "4", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    model = RobustKMeans(4, lam=4.0, random_state=0).fit(blobs())
+    assert json.loads(proc.stdout)["n_outliers"] == model.n_outliers_
+
+
+def test_existing_output_is_kept_without_force_and_replaced_with_it(tmp_path):
+    write_files(tmp_path)
+    args = ["fit", "blobs.csv", "-k", "4", "--lam", "4", "-o", "existing.csv", "--quiet"]
+    proc = run(args, tmp_path)
+    assert proc.returncode == 1
+    assert (tmp_path / "existing.csv").read_text() == "keep me\n"
+    proc = run(args + ["--force"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert pd.read_csv(tmp_path / "existing.csv").columns[-1] == "outlier_score"
+    assert (tmp_path / "blobs.csv").read_text().startswith("x,y\n")
+
+
+def test_progress_bar_only_on_a_terminal_and_not_when_quiet(tmp_path):
+    write_files(tmp_path)
+
+    def stderr_on_a_terminal(extra):
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        proc = subprocess.Popen(COMMAND + ["fit", "blobs.csv", "-k", "4", "-s", "40",
+                                           "-o", "out.csv", "--force"] + extra,
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=follower)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=300) == 0
+        os.close(leader)
+        return b"".join(chunks).decode()
+
+    shown = stderr_on_a_terminal([])
+    assert shown.startswith("\rfit: 0 iterations [00:00, ")
+    assert shown.endswith("\r")  # the bar is erased when the fit ends
+    assert stderr_on_a_terminal(["--quiet"]) == ""
+
+
+def test_graph_inputs_are_read_and_then_refused_until_the_kernel_estimators_land(tmp_path):
+    (tmp_path / "g.edges").write_text("# a triangle and a tail\na b\nb,c,2.5\nc a\nc d 0.5\n")
+    graph = read_graph(tmp_path / "g.edges", "edgelist")
+    edges = {(frozenset((u, v)), w) for u, v, w in graph.edges(data="weight")}
+    assert edges == {(frozenset("ab"), 1.0), (frozenset("bc"), 2.5), (frozenset("ca"), 1.0),
+                     (frozenset("cd"), 0.5)}
+    proc = run(["fit", "g.edges", "-k", "2"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("robustclust fit: error: graph inputs need the kernel estimators, "
+                           "which are not available in this version of robustclust yet\n")
+    proc = run(["fit", "g.edges", "-k", "2", "--columns", "a"], tmp_path)
+    assert proc.stderr == ("robustclust fit: error: --columns does not apply to graph "
+                           "inputs\n")
+
+
+@pytest.mark.skipif(not DOLPHINS.exists(), reason="../shared/data/dolphins.gml is absent")
+def test_dolphins_gml_is_read_with_its_names(tmp_path):
+    graph = read_graph(DOLPHINS, "gml")
+    assert (graph.number_of_nodes(), graph.number_of_edges()) == (62, 159)
+    assert list(graph.nodes)[:3] == ["Beak", "Beescratch", "Bumper"]
+    shutil.copy(DOLPHINS, tmp_path / "dolphins.gml")
+    proc = run(["fit", "dolphins.gml", "-k", "4", "-s", "12"], tmp_path)
+    assert proc.returncode == 2
+    assert "graph inputs need the kernel estimators" in proc.stderr
+
+
+def test_help_version_and_demo_entry(tmp_path):
+    proc = run(["--version"], tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "robustclust, version 0.1.0\n")
+    proc = run(["fit", "--help"], tmp_path)
+    assert proc.returncode == 0
+    for option in ("--columns", "-k, --clusters", "-s, --outliers", "--lam", "--method",
+                   "--q", "--covariance", "--weighted", "--kernel", "--standardize",
+                   "--n-init", "--seed", "-o, --output", "--plot", "--save-model", "--json",
+                   "--quiet", "--force", "--drop-missing"):
+        assert option in proc.stdout
+
+
+# -- in-process checks of the pieces -------------------------------------------------
+def test_rows_phrase():
+    assert rows_phrase([3]) == "row 3"
+    assert rows_phrase([3, 17]) == "rows 3 and 17"
+    assert rows_phrase([1, 2, 3]) == "rows 1, 2 and 3"
+    assert rows_phrase(range(1, 14)) == "rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 3 more"
+
+
+def test_atomic_write_leaves_the_old_file_on_failure(tmp_path):
+    dest = tmp_path / "out.csv"
+    dest.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_write(dest, "w") as fh:
+            fh.write("half a ")
+            raise RuntimeError("interrupted")
+    assert dest.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    with atomic_write(dest, "w") as fh:
+        fh.write("new\n")
+    assert dest.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert dest.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_check_destination(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("x\n1\n")
+    assert check_destination(tmp_path / "new.csv", inputs=[source]) == tmp_path / "new.csv"
+    with pytest.raises(UnsafeWriteError, match="already exists"):
+        check_destination(source)
+    assert check_destination(source, force=True) == source  # not an input here
+    with pytest.raises(UnsafeWriteError, match="refusing to write over the input"):
+        check_destination(tmp_path / "." / "in.csv", inputs=[source], force=True)
+    with pytest.raises(UnsafeWriteError, match="is a directory"):
+        check_destination(tmp_path, force=True)
+
+
+def test_main_without_arguments_prints_help_and_returns_0(capsys):
+    assert main([]) == 0
+    assert capsys.readouterr().out.startswith("Usage: robustclust [OPTIONS] COMMAND")
+
+
+def test_unexpected_exceptions_are_one_line(monkeypatch, capsys, tmp_path):
+    import robustclust._cli as cli
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(cli, "read_input", boom)
+    monkeypatch.delenv("ROBUSTCLUST_DEBUG", raising=False)
+    assert main(["fit", str(tmp_path / "x.csv"), "-k", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("robustclust fit: error: internal error (RuntimeError: boom second line); "
+                   "please report it (ROBUSTCLUST_DEBUG=1 shows the traceback)\n")
+    monkeypatch.setenv("ROBUSTCLUST_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["fit", str(tmp_path / "x.csv"), "-k", "2"])
+
+
+def test_cluster_figure_circles_each_outlier_with_radius_proportional_to_its_score():
+    pytest.importorskip("matplotlib")
+    from sklearn.decomposition import PCA
+
+    from robustclust._plots import MAX_CIRCLE_RADIUS, cluster_figure
+
+    X = blobs()
+    model = RobustKMeans(4, n_outliers=40, random_state=0).fit(X)
+    labels, scores = model.labels_, model.outlier_norms_
+    out = labels == -1
+    ax = cluster_figure(X, labels, scores, axis_names=("x", "y")).axes[0]
+    inliers, crosses, circles = ax.collections
+    np.testing.assert_array_equal(inliers.get_offsets(), X[~out])
+    np.testing.assert_array_equal(circles.get_offsets(), X[out])
+    np.testing.assert_allclose(np.sqrt(circles.get_sizes()),
+                               MAX_CIRCLE_RADIUS * scores[out] / scores[out].max())
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x", "y")
+
+    X3 = np.column_stack([X, X[:, 0] - 2 * X[:, 1]])
+    ax = cluster_figure(X3, labels, scores).axes[0]
+    np.testing.assert_allclose(ax.collections[0].get_offsets(),
+                               PCA(n_components=2).fit_transform(X3)[~out])
+    assert ax.get_xlabel() == "principal component 1"

@@ -1,0 +1,227 @@
+"""Model files: save_model / load_model round trips and their refusals."""
+
+import json
+import pickle
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import robustclust
+from robustclust import RobustGaussianMixture, RobustKMeans, load_model, save_model
+from robustclust._model_io import FORMAT_VERSION, ModelFileError
+from robustclust.datasets import make_blobs_with_outliers
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Training blobs (40 outliers) and new points near them."""
+    X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
+    new = X[::3] + np.random.default_rng(0).normal(scale=0.4, size=X[::3].shape)
+    return X, new
+
+
+ESTIMATORS = {
+    "hard-count": lambda: RobustKMeans(4, n_outliers=40, n_init=3, random_state=0),
+    "soft-weighted": lambda: RobustKMeans(4, q=1.5, weighted=True, n_init=2, random_state=0),
+    "elementwise-lam": lambda: RobustKMeans(4, lam=2.0, penalty="elementwise", n_init=2,
+                                            random_state=np.random.RandomState(3)),
+    "explicit-init": lambda: RobustKMeans(2, init=[[-2.0, -2.0], [2.0, 2.0]], n_init=1,
+                                          random_state=0),
+    "gmm-spherical": lambda: RobustGaussianMixture(4, n_outliers=40, n_init=2, random_state=0),
+    "gmm-diag-weighted": lambda: RobustGaussianMixture(4, covariance_type="diag",
+                                                       weighted=True, n_init=2,
+                                                       random_state=0),
+    "gmm-full-inf": lambda: RobustGaussianMixture(4, covariance_type="full", lam=np.inf,
+                                                  n_init=2, random_state=0),
+    "pipeline": lambda: make_pipeline(StandardScaler(),
+                                      RobustKMeans(4, n_outliers=0.1, n_init=2,
+                                                   random_state=0)),
+}
+
+
+def _final(model):
+    return model[-1] if hasattr(model, "steps") else model
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_round_trip_reproduces_every_method_for_new_data(name, data, tmp_path):
+    X, new = data
+    model = ESTIMATORS[name]().fit(X)
+    path = tmp_path / "model.bin"
+    save_model(model, path)
+    loaded = load_model(path)
+    assert type(loaded) is type(model)
+    np.testing.assert_array_equal(loaded.predict(new), model.predict(new))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    est, est2 = _final(model), _final(loaded)
+    if isinstance(est, RobustKMeans):
+        Xt = model[:-1].transform(new) if hasattr(model, "steps") else new
+        np.testing.assert_array_equal(est2.outlier_norms(Xt), est.outlier_norms(Xt))
+        np.testing.assert_array_equal(est2.transform(Xt), est.transform(Xt))
+        assert est2.score(Xt) == est.score(Xt)
+    else:
+        np.testing.assert_array_equal(loaded.predict_proba(new), model.predict_proba(new))
+        np.testing.assert_array_equal(loaded.score_samples(new), model.score_samples(new))
+        assert loaded.bic(new) == model.bic(new)
+    for attr in ("lambda_", "unweighted_lambda_", "n_outliers_", "objective_", "n_iter_"):
+        assert getattr(est2, attr) == getattr(est, attr)
+    params, params2 = est.get_params(), est2.get_params()
+    if isinstance(params["random_state"], np.random.RandomState):
+        assert params2.pop("random_state") is None
+        params.pop("random_state")
+    for key, value in params.items():
+        np.testing.assert_equal(params2[key], value)
+
+
+def test_file_name_is_kept_and_dtype_and_feature_names_survive(tmp_path):
+    X = make_blobs_with_outliers(n_outliers=20, random_state=0).X.astype(np.float32)
+    frame = pd.DataFrame(X, columns=["width", "height"])
+    model = RobustKMeans(4, n_init=2, random_state=0).fit(frame)
+    path = tmp_path / "clusters.model"
+    save_model(model, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters.model"]
+    loaded = load_model(path)
+    assert loaded.cluster_centers_.dtype == np.float32
+    assert list(loaded.feature_names_in_) == ["width", "height"]
+    assert loaded.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(loaded.predict(frame), model.predict(frame))
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(frame[["height", "width"]])
+
+
+def test_file_is_arrays_plus_json_metadata_without_pickle(tmp_path):
+    X = make_blobs_with_outliers(n_outliers=20, random_state=0).X
+    path = tmp_path / "m.npz"
+    save_model(RobustGaussianMixture(4, n_init=1, random_state=0).fit(X), path)
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    assert all(a.dtype != object for a in arrays.values())
+    meta = json.loads(arrays.pop("__robustclust_model__").item())
+    assert meta["format"] == "robustclust-model"
+    assert meta["format_version"] == FORMAT_VERSION == 1
+    assert meta["library_version"] == robustclust.__version__
+    spec = meta["estimator"]
+    assert spec["class"] == "RobustGaussianMixture"
+    assert spec["params"]["n_components"] == 4
+    assert spec["attributes"]["means_"] == {"array": "means_"}
+    assert isinstance(spec["attributes"]["covariances_"], float)  # spherical: sigma^2
+    assert arrays["means_"].shape == (4, 2)
+    assert "labels_" not in spec["attributes"]  # per-training-row arrays are not stored
+
+
+def _rewrite(path, edit):
+    """Rewrite a model file with its metadata passed through ``edit``."""
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    meta = json.loads(arrays["__robustclust_model__"].item())
+    edit(meta)
+    arrays["__robustclust_model__"] = np.array(json.dumps(meta))
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    X = make_blobs_with_outliers(n_outliers=20, random_state=0).X
+    path = tmp_path / "model.npz"
+    save_model(RobustKMeans(4, n_init=1, random_state=0).fit(X), path)
+    return path
+
+
+def test_newer_format_version_is_refused_with_an_upgrade_hint(model_file):
+    def newer(meta):
+        meta["format_version"] = FORMAT_VERSION + 1
+        meta["library_version"] = "9.0.0"
+
+    _rewrite(model_file, newer)
+    with pytest.raises(ModelFileError) as exc:
+        load_model(model_file)
+    assert str(exc.value) == (
+        f"{model_file} was written by robustclust 9.0.0 in model format 2; this "
+        f"robustclust ({robustclust.__version__}) reads format 1 and older: upgrade "
+        "robustclust to load it")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["estimator"].update({"class": "os.system"}),
+     "holds an estimator class this robustclust does not know: os.system"),
+    (lambda m: m["estimator"]["params"].update({"bogus": 1}),
+     "holds RobustKMeans parameters this robustclust does not know: ['bogus']"),
+    (lambda m: m["estimator"]["attributes"].pop("cluster_centers_"),
+     "is corrupted: RobustKMeans lacks the fitted attributes ['cluster_centers_']"),
+    (lambda m: m.pop("format_version"), "is corrupted (no format version)"),
+    (lambda m: m.update({"format": "something-else"}),
+     "is not a robustclust model file (unknown format)"),
+])
+def test_damaged_metadata_is_refused(model_file, edit, message):
+    _rewrite(model_file, edit)
+    with pytest.raises(ModelFileError) as exc:
+        load_model(model_file)
+    assert str(exc.value) == f"{model_file} {message}"
+
+
+def test_missing_array_is_reported_as_corruption(model_file):
+    with np.load(model_file, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files if k != "cluster_centers_"}
+    with open(model_file, "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(ModelFileError, match=r"model\.npz is corrupted \("):
+        load_model(model_file)
+
+
+def test_truncated_and_bit_flipped_files_are_refused(model_file, tmp_path):
+    raw = model_file.read_bytes()
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFileError, match="truncated.npz is corrupted"):
+        load_model(truncated)
+    # damage the stored centres: the zip CRC check catches it
+    with zipfile.ZipFile(model_file) as zf:
+        info = zf.getinfo("cluster_centers_.npy")
+    flipped = bytearray(raw)
+    flipped[info.header_offset + 30 + len(info.filename) + info.file_size - 3] ^= 0xFF
+    damaged = tmp_path / "damaged.npz"
+    damaged.write_bytes(bytes(flipped))
+    with pytest.raises(ModelFileError, match="damaged.npz is corrupted"):
+        load_model(damaged)
+
+
+def test_other_files_are_not_model_files(tmp_path):
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(pickle.dumps({"a": 1}))
+    text = tmp_path / "data.csv"
+    text.write_text("x,y\n1,2\n")
+    array = tmp_path / "a.npy"
+    np.save(array, np.zeros(3))
+    archive = tmp_path / "a.npz"
+    np.savez(archive, x=np.zeros(3))
+    expected = {
+        pickled: "is not a robustclust model file (not a .npz archive)",
+        text: "is not a robustclust model file (not a .npz archive)",
+        array: "is not a robustclust model file (a plain .npy array)",
+        archive: "is not a robustclust model file (no model metadata)",
+    }
+    for path, message in expected.items():
+        with pytest.raises(ModelFileError) as exc:
+            load_model(path)
+        assert str(exc.value) == f"{path} {message}"
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "missing.npz")
+
+
+def test_unsupported_or_unfitted_estimators_are_refused_and_nothing_is_written(tmp_path):
+    path = tmp_path / "m.npz"
+    path.write_bytes(b"keep me")
+    with pytest.raises(NotFittedError):
+        save_model(RobustKMeans(3), path)
+    X = make_blobs_with_outliers(n_outliers=20, random_state=0).X
+    with pytest.raises(TypeError, match="cannot save a KMeans: model files hold"):
+        save_model(KMeans(2, n_init=1).fit(X), path)
+    assert path.read_bytes() == b"keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]  # no temporary file left
