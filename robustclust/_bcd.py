@@ -87,6 +87,15 @@ def fuzzy_memberships(costs, q):
     return u
 
 
+def residual_weights(memberships, q):
+    """Rows u_n^q / sum_c u_nc^q: the weights of the soft residual r_n (eq. (12)).
+
+    Scaled by the row maximum first so that u^q cannot underflow to 0 / 0.
+    """
+    wq = (memberships / memberships.max(axis=1, keepdims=True)) ** q
+    return wq / wq.sum(axis=1, keepdims=True)
+
+
 def centre_step(X, sample_weight, labels, memberships, q, index, vals, n_clusters):
     """Weighted means of x_n - o_n, eq. (9). Returns (sums, weights) per cluster.
 
@@ -158,11 +167,7 @@ class RKMSolver:
         return G, mm
 
     def _norm_weights(self, memberships):
-        if memberships is None:
-            return None
-        # scaled by the row maximum so that u^q cannot underflow to 0 / 0
-        wq = (memberships / memberships.max(axis=1, keepdims=True)) ** self.q
-        return wq / wq.sum(axis=1, keepdims=True)
+        return None if memberships is None else residual_weights(memberships, self.q)
 
     def _residual_sq_norms(self, G, mm, centers, labels, norm_weights):
         """||r_n||^2 for all points from G, without forming R."""

@@ -58,7 +58,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from . import _progress
-from ._bcd import _EMPTY_INDEX, fuzzy_memberships, worst_fitting_inliers
+from ._bcd import _EMPTY_INDEX, fuzzy_memberships, residual_weights, worst_fitting_inliers
 from ._mixture_solver import consistency_factor
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -267,8 +267,7 @@ class KernelRKMSolver(_KernelGeometry):
         """W of the residuals r_n = phi_n - M w_n (eq. (33))."""
         if memberships is None:
             return _onehot(labels, self.n_clusters)
-        wq = (memberships / memberships.max(axis=1, keepdims=True)) ** self.q
-        return wq / wq.sum(axis=1, keepdims=True)
+        return residual_weights(memberships, self.q)
 
     def outlier_step(self, lam, penalty, r2, W, prev_index, prev_sizes):
         """eq. (36): alpha_n = s_n delta_n, s_n = [1 - tau_n / ||delta_n||_K]_+."""
