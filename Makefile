@@ -4,7 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench reproduce reproduce-quick clean
+
+# The real data sets: a local copy beside the project when there is one
+# (never committed), else the loaders' cache or a download.
+DATA_HOME ?= $(wildcard ../shared/data)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +21,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Section VI of the paper into reports/paper/ (README.md + figures), < 15 min.
+reproduce: $(STAMP)
+	$(VENV)/bin/robustclust reproduce --out reports/paper $(if $(DATA_HOME),--data-home $(DATA_HOME))
+
+# The quick subset (< 2 min); fails if a headline claim of the paper fails.
+reproduce-quick: $(STAMP)
+	$(VENV)/bin/robustclust reproduce --quick --out build/reproduce-quick $(if $(DATA_HOME),--data-home $(DATA_HOME))
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_kmeans.py

@@ -20,7 +20,7 @@ from ._mixture import RobustGaussianMixture
 from .datasets import make_blobs_with_outliers
 from .metrics import center_rmse
 
-__all__ = ["METHODS", "OUTLIER_LEVELS", "PAPER_TABLE_I", "run_demo"]
+__all__ = ["METHODS", "OUTLIER_LEVELS", "PAPER_TABLE_I", "evaluate_methods", "run_demo"]
 
 #: Numbers of planted outliers of the two data sets (N = 200 + outliers).
 OUTLIER_LEVELS = (40, 80)
@@ -75,7 +75,7 @@ def _check_positive_int(value, name):
     return int(value)
 
 
-def _evaluate(n_runs, data_seed):
+def evaluate_methods(n_runs, data_seed, methods=None):
     """Fit every method from every initialisation on both data sets.
 
     Parameters
@@ -84,23 +84,30 @@ def _evaluate(n_runs, data_seed):
         Number of initialisations per method and data set.
     data_seed : int
         ``random_state`` of the data generator.
+    methods : dict, default=None
+        Subset of :data:`METHODS` (same layout); None means all of them.
 
     Returns
     -------
-    results : dict
-        ``results[method][n_outliers] = (mean_rmse, mean_true_found)``.
+    runs : dict
+        ``runs[method][n_outliers]`` is a dict of arrays of length
+        ``n_runs``: ``"rmse"`` (centre RMSE), ``"found"`` (true outliers
+        among the flagged points), ``"flagged"`` (points flagged),
+        ``"precision"`` and ``"recall"`` of the flagged set (precision is
+        NaN when nothing is flagged).
     warning_counts : collections.Counter
         Number of warnings raised by the fits, keyed by
         ``(warning class name, method, n_outliers)``.
     """
-    results = {name: {} for name in METHODS}
+    methods = METHODS if methods is None else methods
+    runs = {name: {} for name in methods}
     warning_counts = Counter()
     for n_outliers in OUTLIER_LEVELS:
         # One data set per contamination level, shared by all methods and runs.
         data = make_blobs_with_outliers(n_outliers=n_outliers, random_state=data_seed)
-        for name, (estimator, params, robust) in METHODS.items():
-            rmse = np.empty(n_runs)
-            found = np.empty(n_runs)
+        for name, (estimator, params, robust) in methods.items():
+            per_run = {key: np.empty(n_runs)
+                       for key in ("rmse", "found", "flagged", "precision", "recall")}
             for run in range(n_runs):
                 model = estimator(
                     _N_CLUSTERS,
@@ -115,10 +122,35 @@ def _evaluate(n_runs, data_seed):
                 for w in caught:
                     warning_counts[(w.category.__name__, name, n_outliers)] += 1
                 centers = getattr(model, "cluster_centers_", None)
-                rmse[run] = center_rmse(data.centers,
-                                        model.means_ if centers is None else centers)
-                found[run] = np.count_nonzero(model.outlier_mask_ & data.outlier_mask)
-            results[name][n_outliers] = (float(rmse.mean()), float(found.mean()))
+                per_run["rmse"][run] = center_rmse(
+                    data.centers, model.means_ if centers is None else centers)
+                flagged = model.outlier_mask_
+                found = np.count_nonzero(flagged & data.outlier_mask)
+                per_run["found"][run] = found
+                per_run["flagged"][run] = np.count_nonzero(flagged)
+                per_run["precision"][run] = (found / flagged.sum() if flagged.any()
+                                             else np.nan)
+                per_run["recall"][run] = found / n_outliers
+            runs[name][n_outliers] = per_run
+    return runs, warning_counts
+
+
+def _evaluate(n_runs, data_seed):
+    """Mean centre RMSE and mean true outliers found, per method and data set.
+
+    Returns
+    -------
+    results : dict
+        ``results[method][n_outliers] = (mean_rmse, mean_true_found)``.
+    warning_counts : collections.Counter
+        As returned by :func:`evaluate_methods`.
+    """
+    runs, warning_counts = evaluate_methods(n_runs, data_seed)
+    results = {
+        name: {level: (float(r["rmse"].mean()), float(r["found"].mean()))
+               for level, r in per_level.items()}
+        for name, per_level in runs.items()
+    }
     return results, warning_counts
 
 

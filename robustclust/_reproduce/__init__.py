@@ -47,8 +47,29 @@ where they differ, the text says why as far as we know.
 """
 
 
+#: Experiments that read a real data set -> the loader's name in robustclust.datasets.
+_LOADERS = {"usps": "load_usps", "dolphins": "load_dolphins", "football": "load_football"}
+
+
+def _prefetch(experiments, data_home, stream):
+    """Download the real data sets the experiments need into the cache, if missing.
+
+    Failures are only reported: the experiment then says that its data was
+    not found (the report shows it as not run).
+    """
+    from .. import datasets
+
+    for name in experiments:
+        if name not in _LOADERS:
+            continue
+        try:
+            getattr(datasets, _LOADERS[name])(data_home, download_if_missing=True)
+        except (OSError, ValueError) as exc:
+            stream.write(f"reproduce: {name}: data not available ({exc})\n")
+
+
 def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
-                     stream=None):
+                     download=False, stream=None):
     """Run the experiments and write ``out_dir/README.md`` and the figures.
 
     Parameters
@@ -64,6 +85,10 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
         :mod:`robustclust.datasets`).
     experiments : sequence of str, default=None
         Names from :data:`EXPERIMENTS`; default: all (or the quick subset).
+    download : bool, default=False
+        Download missing real data sets into the cache first (see
+        :mod:`robustclust.datasets`); otherwise experiments whose data is
+        not found locally are reported as not run.
     stream : file-like, default=None
         Progress lines (one per experiment); None means :data:`sys.stderr`.
 
@@ -81,6 +106,8 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
     stream = sys.stderr if stream is None else stream
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if download:
+        _prefetch(experiments, data_home, stream)
     sections = []
     start = time.perf_counter()
     for name in experiments:
