@@ -7,8 +7,9 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import stats
 from scipy.linalg import eigh
+from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.cluster import SpectralClustering
+from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import euclidean_distances, pairwise_kernels
 from sklearn.utils import check_random_state
@@ -40,6 +41,8 @@ _SKLEARN_NAMES = {"rbf": "rbf", "poly": "polynomial", "linear": "linear", "cosin
 _GAMMA_SAMPLE = 1000
 #: Relative tolerance of the symmetry and positive semidefiniteness checks.
 _PSD_RTOL = 1e-8
+#: Above this many points the spectral start uses ARPACK instead of a dense eigensolver.
+_DENSE_EIGH_MAX = 2000
 
 _KERNEL_CONSTRAINTS = {
     "kernel": [StrOptions({"rbf", "poly", "linear", "cosine", "precomputed"}), callable],
@@ -98,6 +101,27 @@ def _centring(K):
     """Column means and grand mean of K; centring K (H K H) changes no distance."""
     col = K.mean(axis=0)
     return col, float(col.mean())
+
+
+def _spectral_embedding(K, n_clusters):
+    """Rows of the top ``n_clusters`` eigenvectors of K, scaled to unit length.
+
+    The spectral relaxation of kernel K-means on K (Dhillon, Guan and Kulis,
+    2004): max tr(Y^T K Y) over orthonormal Y is attained by the leading
+    eigenvectors of K; their rows are normalized as in Ng, Jordan and Weiss
+    and then clustered with K-means.  For the graph kernel
+    K = nu I + D^{-1/2} E D^{-1/2} these are the eigenvectors of the C
+    smallest eigenvalues of the symmetric Laplacian L = I - D^{-1/2} E D^{-1/2}
+    whatever nu is: the paper's spectral start (Section VI-C).  K is used
+    uncentred, as the relaxation needs.
+    """
+    n = len(K)
+    if n <= _DENSE_EIGH_MAX:
+        _, V = eigh(K, subset_by_index=[n - n_clusters, n - 1])
+    else:
+        _, V = eigsh(K, k=n_clusters, which="LA", v0=np.ones(n))
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    return V / np.where(norms > 0, norms, 1.0)
 
 
 def _kmeans_plusplus_indices(kdiag, K, n_clusters, sample_weight, rng):
@@ -216,16 +240,29 @@ class _KernelEstimator(BaseEstimator):
                           f"instead of n_init={self.n_init}.", RuntimeWarning, stacklevel=4)
             self._n_init = 1
 
-    def _initial_coefficients(self, solver, K_raw, sample_weight, rng, n_clusters):
-        """Initial B (N, C) from ``init``: one-hot columns (data points) or label means."""
+    def _spectral_start(self, K_raw, n_clusters):
+        """The embedding of ``init="spectral"``, computed once per fit (None otherwise)."""
+        if isinstance(self.init, str) and self.init == "spectral":
+            return _spectral_embedding(K_raw, n_clusters)
+        return None
+
+    def _initial_coefficients(self, solver, K_raw, sample_weight, rng, n_clusters,
+                              embedding=None):
+        """Initial B (N, C) from ``init``: one-hot columns (data points) or label means.
+
+        ``embedding`` is :func:`_spectral_embedding` of K_raw for ``init="spectral"``
+        (computed here when not given); each start runs K-means on it with its
+        own seed.
+        """
         n = solver.n_samples
         if not isinstance(self.init, str):
             return solver.coefficients_from_labels(np.asarray(self.init), sample_weight)
         if self.init == "spectral":
-            affinity = np.maximum(K_raw, 0.0)
-            labels = SpectralClustering(
-                n_clusters, affinity="precomputed",
-                random_state=rng.randint(np.iinfo(np.int32).max)).fit(affinity).labels_
+            if embedding is None:
+                embedding = _spectral_embedding(K_raw, n_clusters)
+            labels = KMeans(n_clusters, n_init=10,
+                            random_state=rng.randint(np.iinfo(np.int32).max)).fit(
+                                embedding).labels_
             return solver.coefficients_from_labels(labels, sample_weight)
         if self.init == "k-means++":
             idx = _kmeans_plusplus_indices(solver.kdiag, solver.K, n_clusters, sample_weight,
@@ -319,10 +356,15 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
     init : {"k-means++", "random", "spectral"} or array of shape (n_samples,), \
             default="k-means++"
         ``"k-means++"``: k-means++ seeding with feature-space distances;
-        ``"random"``: distinct random points; ``"spectral"``: the labels of
-        :class:`sklearn.cluster.SpectralClustering` on the affinity
-        max(K, 0) (the paper's start for graphs); an integer array: initial
-        labels (the initial centres are the means of their groups).
+        ``"random"``: distinct random points; ``"spectral"``: the spectral
+        relaxation of kernel K-means, K-means on the unit-length rows of the
+        top ``n_clusters`` eigenvectors of K (the eigenvectors are computed
+        once; each of the ``n_init`` starts clusters them with its own
+        seed).  With :func:`robustclust.graph.normalized_adjacency_kernel`
+        this is spectral clustering with the symmetric Laplacian
+        I - D^{-1/2} E D^{-1/2}, the paper's start for graphs (Section VI-C);
+        an integer array: initial labels (the initial centres are the means
+        of their groups).
     psd_shift : bool, default=False
         For precomputed or callable kernels whose smallest eigenvalue is below
         -1e-8 ||K||: add -lambda_min to the diagonal instead of raising.
@@ -445,7 +487,9 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
                                  make_penalty("group"), make_penalty("group", True, self._eps),
                                  self.max_iter, self.tol, self.verbose)
         rng = check_random_state(self.random_state)
-        inits = [self._initial_coefficients(solver, K_raw, sample_weight, rng, self.n_clusters)
+        embedding = self._spectral_start(K_raw, self.n_clusters)
+        inits = [self._initial_coefficients(solver, K_raw, sample_weight, rng, self.n_clusters,
+                                            embedding)
                  for _ in range(self._n_init)]
         self._offset = 0.0
         return X, sample_weight, solver, inits
@@ -664,14 +708,17 @@ class KernelRobustGaussianMixture(_KernelEstimator):
                                  make_penalty("group", True, self._eps), dim,
                                  self._covar_floor, self.max_iter, self.tol, self.verbose)
         rng = check_random_state(self.random_state)
-        inits = [self._initial_params(solver, K_raw, X, rng) for _ in range(self._n_init)]
+        embedding = self._spectral_start(K_raw, self.n_components)
+        inits = [self._initial_params(solver, K_raw, X, rng, embedding)
+                 for _ in range(self._n_init)]
         self._offset = 0.0
         return X, None, solver, inits
 
-    def _initial_params(self, solver, K_raw, X, rng):
+    def _initial_params(self, solver, K_raw, X, rng, embedding=None):
         if not isinstance(self.init, str) or self.init != "robust-kmeans":
             ones = np.ones(solver.n_samples)
-            return self._initial_coefficients(solver, K_raw, ones, rng, self.n_components), None
+            return self._initial_coefficients(solver, K_raw, ones, rng, self.n_components,
+                                              embedding), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OutlierCountWarning)
             krkm = KernelRobustKMeans(

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sklearn.metrics import adjusted_rand_score
+
 from robustclust import KernelRobustKMeans
+from robustclust._kernel import _spectral_embedding
 from robustclust.graph import NU_MARGIN, normalized_adjacency_kernel
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -65,15 +68,50 @@ def test_bad_graph_inputs():
         normalized_adjacency_kernel(np.array([[0, -1.0], [-1.0, 0]]))
 
 
+def test_spectral_start_is_the_symmetric_laplacian_embedding():
+    # the paper starts KRKM on graphs from spectral clustering with
+    # L = I - D^{-1/2} E D^{-1/2}: the top eigenvectors of K, whatever nu is
+    G = nx.karate_club_graph()
+    E = nx.to_numpy_array(G, nodelist=list(G.nodes), weight=None)
+    d = E.sum(1)
+    L = np.eye(len(E)) - E / np.sqrt(np.outer(d, d))
+    V = np.linalg.eigh(L)[1][:, :3]
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    for nu in (None, 1.0, 5.0):
+        Y = _spectral_embedding(normalized_adjacency_kernel(E, nu=nu), 3)
+        np.testing.assert_allclose(Y @ Y.T, V @ V.T, atol=1e-8)  # same rows up to a rotation
+
+
+def _flagged(graph, n_clusters):
+    K = normalized_adjacency_kernel(graph)
+    est = KernelRobustKMeans(n_clusters, kernel="precomputed", init="spectral", n_outliers=12,
+                             n_init=10, random_state=0).fit(K)
+    return est, np.array(list(graph.nodes))[est.outlier_mask_]
+
+
 @pytest.mark.skipif(not (DATA / "dolphins.gml").exists(),
                     reason="shared data folder ../shared/data not present")
-def test_dolphins_flags_twelve_named_nodes():
+def test_dolphins_flags_the_papers_outliers():
+    # Section VI-C: sn89, sn100, tr99 and kringel (degrees 2, 7, 7, 9) are
+    # flagged, the other outliers have unit degree, and zig (degree 1) is not
     G = nx.read_gml(DATA / "dolphins.gml", label="label")
-    K = normalized_adjacency_kernel(G)
-    est = KernelRobustKMeans(4, kernel="precomputed", init="spectral", n_outliers=12,
-                             n_init=10, random_state=0).fit(K)
-    names = np.array(list(G.nodes))
-    flagged = {name.lower() for name in names[est.outlier_mask_]}
+    _, flagged = _flagged(G, 4)
+    named = {"sn89", "sn100", "tr99", "kringel"}
     assert len(flagged) == 12
-    assert {"sn89", "tr99"} <= flagged  # two of the paper's outliers
-    assert "zig" in {name.lower() for name in names} and "zig" not in flagged
+    assert named <= {name.lower() for name in flagged}
+    assert "zig" in {name.lower() for name in G.nodes} and "Zig" not in flagged
+    assert all(G.degree(name) == 1 for name in flagged if name.lower() not in named)
+
+
+@pytest.mark.skipif(not (DATA / "football.gml").exists(),
+                    reason="shared data folder ../shared/data not present")
+def test_football_flags_the_papers_twelve_teams():
+    # Section VI-D: ARI 0.9218 after removing the outliers, and these 12 teams
+    G = nx.read_gml(DATA / "football.gml", label="label")
+    est, flagged = _flagged(G, 12)
+    assert set(flagged) == {"Connecticut", "Navy", "NotreDame", "NorthernIllinois", "Toledo",
+                            "MiamiOhio", "BowlingGreenState", "CentralMichigan",
+                            "EasternMichigan", "Kent", "Ohio", "Marshall"}
+    conference = np.array([G.nodes[n]["value"] for n in G.nodes])
+    inliers = est.labels_ >= 0
+    assert adjusted_rand_score(conference[inliers], est.labels_[inliers]) >= 0.92
