@@ -131,7 +131,9 @@ def run(out_dir, *, quick, data_home=None):
     body = f"""\
 Kernel K = νI + D^(-1/2) E D^(-1/2) with ν just above −λ_min(D^(-1/2) E D^(-1/2))
 (`robustclust.graph.normalized_adjacency_kernel`); KRKM (hard, q = 1) initialised by
-spectral clustering (best of {N_INIT} restarts of its k-means step, seed 0); λ tuned
+spectral clustering with the symmetric Laplacian I − D^(-1/2) E D^(-1/2), as in the
+paper (the top C eigenvectors of K, rows normalised, k-means on them: best of
+{N_INIT} restarts, seed 0); λ tuned
 to flag exactly {N_OUTLIERS} teams. ARI against the 12 conferences (the independents
 count as one), computed on the teams that are not flagged.
 
