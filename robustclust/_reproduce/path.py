@@ -171,9 +171,9 @@ the paper's about 17). The paper's hard RKM has a plateau of λ on which exactly
 are flagged; {'ours has one too' if rkm['range'] else 'ours has none: the count jumps over 80 (column "nearest counts")'}.
 In our data the outliers are drawn no closer than 3.25 to a mean, about 3.6
 cluster standard deviations, so the farthest inliers and the nearest outliers
-overlap in distance and no λ separates them cleanly; hard RKM's count then
-moves in steps of several points. Asked for exactly 80 (`n_outliers=80`), the
-estimator still returns 80 by ranking the points at the nearest λ (Table I).
+overlap in distance and no λ separates them cleanly. Asked for exactly 80
+(`n_outliers=80`), the estimator bisects λ between grid values and restarts from
+every initialisation (Table I counts how often it still cannot reach 80).
 {_exact_sentence(values)}
 
 **Cost of the path.** Medians of {repeats} runs: the whole warm-started path against
