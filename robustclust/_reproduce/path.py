@@ -133,11 +133,13 @@ def run(out_dir, *, quick, data_home=None):
     fig2 = Figure(figsize=(10, 3.6))
     for ax, name in zip(fig2.subplots(1, 2), ["RKM (q = 1)", "RPC"]):
         plot_outlier_norms_path(paths[name], ax=ax, highlight=truth)
-        ax.set_title(f"{name}: ‖o_n‖ against λ (planted outliers coloured)")
+        ax.set_title(name)
+    fig2.suptitle("‖o_n‖ against λ, planted outliers in colour (Fig. 2)")
     fig3 = Figure(figsize=(14, 3.6))
     for ax, (name, path) in zip(fig3.subplots(1, 3), paths.items()):
         plot_outlier_count_path(path, ax=ax, target=N_OUTLIERS)
-        ax.set_title(f"{name}: outliers flagged against λ")
+        ax.set_title(name)
+    fig3.suptitle("Number of outliers against λ (Fig. 3)")
     figures = [save_figure(fig2, out_dir, "fig2_outlier_norms.png"),
                save_figure(fig3, out_dir, "fig3_outlier_counts.png")]
 
