@@ -10,6 +10,9 @@ path
     Number of outliers along the warm-started lambda path.
 demo
     Reproduce Table I of the paper (see :func:`robustclust._demo.run_demo`).
+reproduce
+    Reproduce Section VI of the paper into reports/paper/ (see
+    :func:`robustclust._reproduce.run_reproduction`).
 """
 
 import sys

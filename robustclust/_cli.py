@@ -1,4 +1,4 @@
-"""The ``robustclust`` command line: ``fit``, ``predict``, ``path`` and ``demo``.
+"""The ``robustclust`` command line: ``fit``, ``predict``, ``path``, ``demo`` and ``reproduce``.
 
 Built on click.  :func:`main` runs a command and turns every failure into one
 line on stderr: exit status 2 for usage errors (a bad or missing option, an
