@@ -126,6 +126,13 @@ def test_trimmed_sum_drops_the_largest():
     assert usps.trimmed_sum([5.0, 1.0], 0) == 6.0
 
 
+def test_reassigned_counts_points_after_matching_the_clusters():
+    a = [0, 0, 1, 1, 2, 2]
+    assert usps.reassigned(a, [5, 5, 3, 3, 4, 4]) == 0  # same partition, other names
+    assert usps.reassigned(a, [1, 1, 0, 0, 0, 1]) == 2  # cluster 2 split up
+    assert usps.reassigned([], []) == 0
+
+
 def test_kernel_costs_match_the_estimators_objectives():
     # at lam = inf the estimators' objectives are the plain costs our
     # selection rule trims: the sum of nearest squared distances (kernel
