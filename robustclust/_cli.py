@@ -404,13 +404,14 @@ def cli():
               help="The outlier threshold lambda itself (inf: plain clustering).")
 @_data_options
 @click.option("-o", "--output", metavar="FILE.csv",
-              help="Write the input rows plus cluster (-1 for outliers), is_outlier "
-                   "and outlier_score.")
+              help="Write the input rows (a graph's nodes and degrees) plus cluster (-1 "
+                   "for outliers), is_outlier and outlier_score.")
 @click.option("--plot", metavar="FILE.png",
               help="2-D picture of the clusters (principal components beyond two "
-                   "columns), outliers circled by score.")
+                   "columns), outliers circled by score; for a graph, the network.")
 @click.option("--save-model", metavar="FILE",
-              help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle).")
+              help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
+                   "not for graphs).")
 @_run_options
 @click.pass_obj
 def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save_model,
