@@ -3,7 +3,8 @@
 Commands (see :mod:`robustclust._cli`)
 --------------------------------------
 fit
-    Cluster a table (CSV, TSV, Parquet, .npy) and flag its outliers.
+    Cluster a table (CSV, TSV, Parquet, .npy) or the nodes of a graph (GML,
+    edge list) and flag its outliers; --kernel for kernel robust clustering.
 predict
     Label new rows with a model saved by ``fit --save-model``.
 path

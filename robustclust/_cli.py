@@ -2,9 +2,11 @@
 
 Built on click.  :func:`main` runs a command and turns every failure into one
 line on stderr: exit status 2 for usage errors (a bad or missing option, an
-unknown option value or input format, a feature not available yet), 1 for
-data errors (a missing or unreadable file, a non-numeric or missing column,
-missing values, too few rows, an output that would overwrite data), never a
+unknown option value or input format, options that do not go together or do
+not apply to the input, such as ``--gamma`` without a kernel or
+``predict`` on a graph), 1 for data errors (a missing or unreadable file, a
+non-numeric or missing column, missing values, too few rows, a graph the
+graph kernel cannot take, an output that would overwrite data), never a
 traceback.  Warnings from the estimators are shown as one line each.
 """
 
@@ -23,15 +25,21 @@ from . import __version__, _progress
 from ._cli_data import GRAPH_KINDS, RESULT_COLUMNS, DataError, input_kind, read_input
 from ._cli_models import (
     COVARIANCES,
+    GRAPH_INIT,
+    INITS,
+    KERNEL_PARAMETERS,
     KERNELS,
     METHODS,
     ModelOptions,
     build_estimator,
+    default_lambda_rule,
     describe,
     feature_names,
     final_estimator,
-    kernels_not_available,
     fitted_data,
+    kernel_gamma,
+    kernel_name,
+    model_input,
     n_clusters,
     predict_rows,
     row_results,
@@ -143,7 +151,21 @@ _model_options = _options(
     click.option("--weighted", is_flag=True,
                  help="Weighted (log-penalty) variant: flagged rows pull less on the fit."),
     click.option("--kernel", type=click.Choice(KERNELS),
-                 help="Kernel robust clustering (not available yet)."),
+                 help="Kernel robust clustering (kernel K-means, or the kernel mixture "
+                      "with --method gmm). Graph inputs always use their normalized "
+                      "adjacency kernel."),
+    click.option("--gamma", type=click.FloatRange(min=0, min_open=True),
+                 help="gamma of --kernel rbf (default: 1 / the median squared distance "
+                      "between rows) and poly (default: 1 / number of columns)."),
+    click.option("--degree", type=click.IntRange(min=1),
+                 help="Degree of --kernel poly (default: 3)."),
+    click.option("--coef0", type=float,
+                 help="Constant of --kernel poly: (gamma x.y + coef0)^degree (default: 1)."),
+    click.option("--init", type=click.Choice(INITS),
+                 help=f"Initialisation (default: {GRAPH_INIT} for graph inputs, "
+                      "robust-kmeans for --method gmm, else k-means++). spectral: "
+                      "spectral clustering of the kernel, for --kernel and graphs only; "
+                      "robust-kmeans: for --method gmm only."),
     click.option("--standardize", is_flag=True,
                  help="Scale every column to mean 0 and variance 1 first (kept in the "
                       "saved model)."),
@@ -164,21 +186,46 @@ _run_options = _options(
 )
 
 
-def _model_options_from(kwargs, lam=None, n_outliers=None):
-    """Check the estimator options against each other; a ModelOptions."""
+def _model_options_from(kwargs, *, graph, lam=None, n_outliers=None):
+    """Check the estimator options against each other and the input; a ModelOptions."""
     method, q, covariance = kwargs["method"], kwargs["q"], kwargs["covariance"]
+    kernel, init = kwargs["kernel"], kwargs["init"]
+    if graph:
+        for name in ("kernel", *KERNEL_PARAMETERS):
+            if kwargs[name] is not None:
+                raise click.UsageError(f"--{name} does not apply to graph inputs: they are "
+                                       "clustered with their normalized adjacency kernel")
+        if kwargs["standardize"]:
+            raise click.UsageError("--standardize does not apply to graph inputs")
+    for name, kernels in KERNEL_PARAMETERS.items():
+        if kwargs[name] is not None and kernel not in kernels:
+            raise click.UsageError(f"--{name} applies to --kernel {' and '.join(kernels)} "
+                                   "only")
     if q is not None and method != "soft":
         raise click.UsageError("--q applies to --method soft only")
+    if covariance is not None and (graph or kernel is not None):
+        raise click.UsageError("--covariance does not apply to kernels: the kernel mixture "
+                               "has one variance in feature space")
     if covariance is not None and method != "gmm":
         raise click.UsageError("--covariance applies to --method gmm only")
+    if init == "spectral" and not graph and kernel is None:
+        raise click.UsageError("--init spectral applies to --kernel and graph inputs only")
+    if init == "robust-kmeans" and method != "gmm":
+        raise click.UsageError("--init robust-kmeans applies to --method gmm only")
     if lam == 0 and method == "gmm":
         raise click.UsageError("--lam must be > 0 with --method gmm (at 0 the mixture's "
                                "cost is unbounded below)")
     return ModelOptions(
         n_clusters=kwargs["clusters"], method=method, q=q, covariance=covariance,
-        weighted=kwargs["weighted"], kernel=kwargs["kernel"],
+        weighted=kwargs["weighted"], kernel=kernel, gamma=kwargs["gamma"],
+        degree=kwargs["degree"], coef0=kwargs["coef0"], init=init,
         standardize=kwargs["standardize"], n_init=kwargs["n_init"], seed=kwargs["seed"],
         lam=lam, n_outliers=n_outliers)
+
+
+def _is_graph(input):
+    """Whether INPUT names a graph file (a usage error for an unknown suffix)."""
+    return input_kind(input) in GRAPH_KINDS
 
 
 # -- files ---------------------------------------------------------------------------
@@ -267,13 +314,26 @@ def _run_estimator(func, *args):
         raise DataError(" ".join(text.split()) if text else type(exc).__name__) from None
 
 
+def _noun(data):
+    return "node" if data.graph is not None else "row"
+
+
 def _check_rows(data, options):
-    """The number of rows to cluster, at least one per cluster."""
-    n_rows = len(data.X)
+    """The number of rows (nodes) to cluster, at least one per cluster."""
+    n_rows, noun = int(data.used.sum()), _noun(data)
     if n_rows < options.n_clusters:
-        raise DataError(f"{n_rows} rows of {data.path} for {options.n_clusters} clusters: "
-                        "need at least one row per cluster")
+        raise DataError(f"{n_rows} {noun}s of {data.path} for {options.n_clusters} "
+                        f"clusters: need at least one {noun} per cluster")
     return n_rows
+
+
+def _model_input(data):
+    """The matrix to fit: the columns used, or the graph's kernel (DataError if none)."""
+    try:
+        return model_input(data)
+    except ValueError as exc:
+        text = _one_line(exc)
+        raise DataError(f"cannot cluster {data.path}: {text[:1].lower()}{text[1:]}") from None
 
 
 def _summary_head(command, data, model):
@@ -283,10 +343,13 @@ def _summary_head(command, data, model):
         "command": command,
         "method": describe(model),
         "estimator": type(est).__name__,
+        "kernel": kernel_name(model),
+        "gamma": kernel_gamma(model),
         "n_clusters": n_clusters(model),
         "input": str(data.path),
         "graph": graph,
         "n_rows": len(data.frame),
+        "n_edges": data.graph.number_of_edges() if graph else None,
         "n_rows_used": int(data.used.sum()),
         "columns": [str(c) for c in data.columns],
         "skipped_columns": dict(data.skipped or {}),
@@ -307,16 +370,16 @@ def _finish(summary, session, as_json, quiet):
         click.echo(format_summary(summary), nl=False)
 
 
-def _lambda_rule(options, n_rows):
+def _lambda_rule(options, n_rows, model, noun):
     target = options.n_outliers
     if isinstance(target, float):
         return (f"chosen to flag {round(target * n_rows)} outliers "
-                f"({100 * target:.4g}% of the rows)")
+                f"({100 * target:.4g}% of the {noun}s)")
     if target is not None:
         return f"chosen to flag {target} outliers"
     if options.lam is not None:
         return "given"
-    return "default: flags about 0.1% of Gaussian inliers"
+    return default_lambda_rule(model)
 
 
 # -- commands ------------------------------------------------------------------------
@@ -341,13 +404,14 @@ def cli():
               help="The outlier threshold lambda itself (inf: plain clustering).")
 @_data_options
 @click.option("-o", "--output", metavar="FILE.csv",
-              help="Write the input rows plus cluster (-1 for outliers), is_outlier "
-                   "and outlier_score.")
+              help="Write the input rows (a graph's nodes and degrees) plus cluster (-1 "
+                   "for outliers), is_outlier and outlier_score.")
 @click.option("--plot", metavar="FILE.png",
               help="2-D picture of the clusters (principal components beyond two "
-                   "columns), outliers circled by score.")
+                   "columns), outliers circled by score; for a graph, the network.")
 @click.option("--save-model", metavar="FILE",
-              help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle).")
+              help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
+                   "not for graphs).")
 @_run_options
 @click.pass_obj
 def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save_model,
@@ -355,23 +419,30 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     """Cluster the rows of INPUT and flag its outliers.
 
     INPUT is a CSV or TSV file with a header line, a Parquet file, a 2-D
-    .npy array, or a graph (.gml, or an edge list .edges/.txt). Without -s
+    .npy array, or a graph (.gml, or an edge list .edges/.txt), whose
+    nodes are clustered with the normalized adjacency kernel. Without -s
     or --lam, lambda is set from the data so that about 0.1% of Gaussian
     inliers would be flagged.
     """
     if outliers is not None and lam is not None:
         raise click.UsageError("give at most one of -s/--outliers and --lam")
-    options = _model_options_from(model_kwargs, lam=lam, n_outliers=outliers)
+    graph = _is_graph(input)
+    options = _model_options_from(model_kwargs, graph=graph, lam=lam, n_outliers=outliers)
+    if graph and save_model is not None:
+        raise click.UsageError("--save-model does not apply to graph inputs: a model of a "
+                               "graph's nodes cannot label new nodes (-o writes the nodes' "
+                               "labels)")
     dest = _destinations([input], force, output=output, plot=plot, saved_model=save_model)
     data = read_input(input, columns=columns, drop_missing=drop_missing)
-    model = build_estimator(options, graph=data.graph is not None)
-    n_rows = _check_rows(data, options)
+    model = build_estimator(options, graph=graph)
+    n_rows, noun = _check_rows(data, options), _noun(data)
     if isinstance(outliers, int) and outliers >= n_rows:
         raise DataError(f"-s/--outliers {outliers} must be smaller than the number of "
-                        f"rows ({n_rows})")
+                        f"{noun}s ({n_rows})")
+    X = _model_input(data)
     start = time.perf_counter()
     with _progress_bar("fit", quiet):
-        _run_estimator(model.fit, data.X)
+        _run_estimator(model.fit, X)
     elapsed = time.perf_counter() - start
     est = final_estimator(model)
     labels, mask, scores = row_results(model)
@@ -383,27 +454,34 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     if "output" in dest:
         _write_rows(_with_results(data, labels, mask, scores), dest["output"])
     if "plot" in dest:
-        from ._plots import cluster_figure
-
-        names = tuple(data.columns) if len(data.columns) == 2 else None
-        figure = cluster_figure(fitted_data(model, data.X), labels, scores, axis_names=names,
-                                title=f"{describe(model)}: {est.n_outliers_} outliers")
-        _save_figure(figure, dest["plot"])
+        _save_figure(_fit_figure(data, model, labels, scores), dest["plot"])
 
     summary = _summary_head("fit", data, model)
+    degrees = data.frame["degree"].to_numpy() if graph else None
     summary.update({
         "lambda": float(est.lambda_),
-        "lambda_rule": _lambda_rule(options, n_rows),
+        "lambda_rule": _lambda_rule(options, n_rows, model, noun),
         "n_outliers": int(est.n_outliers_),
         "cluster_sizes": cluster_sizes(labels, n_clusters(model)),
-        "top_outliers": top_outliers(data.used_labels, mask, scores,
-                                     "node" if summary["graph"] else "row"),
+        "top_outliers": top_outliers(data.used_labels, mask, scores, noun, degrees),
         "objective": float(est.objective_),
         "n_iter": int(est.n_iter_),
         "time_s": elapsed,
         **_written(dest, "output", "plot", "saved_model"),
     })
     _finish(summary, session, as_json, quiet)
+
+
+def _fit_figure(data, model, labels, scores):
+    """The --plot of fit: the graph with its outliers, or the rows in 2-D."""
+    from ._plots import cluster_figure, graph_figure
+
+    title = f"{describe(model)}: {final_estimator(model).n_outliers_} outliers"
+    if data.graph is not None:
+        return graph_figure(data.graph, labels, scores, title=title)
+    names = tuple(data.columns) if len(data.columns) == 2 else None
+    return cluster_figure(fitted_data(model, data.X), labels, scores, axis_names=names,
+                          title=title)
 
 
 @cli.command()
@@ -421,12 +499,15 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
     """Label the rows of INPUT with a saved model (-1 for outliers).
 
     The model's columns are taken from INPUT by name (for a model fitted on
-    an unnamed array, every numeric column, in order).
+    an unnamed array, every numeric column, in order). Graph inputs cannot be
+    predicted: 'robustclust fit -o' labels a graph's nodes.
     """
     from ._model_io import load_model
 
-    if input_kind(input) in GRAPH_KINDS:
-        raise kernels_not_available("graph inputs need")
+    if _is_graph(input):
+        raise click.UsageError("predict does not take graph inputs: a saved model labels "
+                               "new rows of numbers; 'robustclust fit GRAPH -o FILE.csv' "
+                               "labels the nodes of a graph")
     dest = _destinations([input, model_path], force, output=output)
     if not Path(model_path).exists():
         raise DataError(f"no such model file: {model_path}")
@@ -483,12 +564,13 @@ def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json
     """
     from ._path import regularization_path
 
-    options = _model_options_from(model_kwargs)
+    graph = _is_graph(input)
+    options = _model_options_from(model_kwargs, graph=graph)
     dest = _destinations([input], force, output=output, plot=plot)
     data = read_input(input, columns=columns, drop_missing=drop_missing)
-    model = build_estimator(options, graph=data.graph is not None)
+    model = build_estimator(options, graph=graph)
     _check_rows(data, options)
-    X = data.X
+    X = _model_input(data)
     if options.standardize:
         X = _run_estimator(model[:-1].fit_transform, X)
     with _progress_bar("path", quiet):

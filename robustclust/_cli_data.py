@@ -44,8 +44,9 @@ class Dataset:
     kind : str
         One of the values of :data:`SUFFIXES`.
     frame : pandas.DataFrame
-        Every input row: all columns of a table or array, or one ``node``
-        column (the node names) for a graph.
+        Every input row: all columns of a table or array, or for a graph the
+        columns ``node`` (the node names) and ``degree`` (the number of
+        edges at the node, a self-loop counting twice).
     labels : list
         How the summary names each row: its number (from 1) or node name.
     X : pandas.DataFrame or None
@@ -130,8 +131,9 @@ def read_input(path, *, columns=None, drop_missing=False):
             raise click.UsageError("--columns does not apply to graph inputs")
         graph = read_graph(path, kind)
         names = [str(node) for node in graph.nodes]
-        return Dataset(path, kind, pd.DataFrame({"node": names}), names, graph=graph,
-                       used=np.ones(len(names), dtype=bool))
+        degrees = [degree for _, degree in graph.degree()]
+        return Dataset(path, kind, pd.DataFrame({"node": names, "degree": degrees}), names,
+                       graph=graph, used=np.ones(len(names), dtype=bool))
     frame = read_table(path, kind)
     labels = list(range(1, len(frame) + 1))
     names, skipped = select_columns(frame, columns, path)
@@ -276,7 +278,9 @@ def read_graph(path, kind):
     GML nodes are named by their ``label`` attribute (their ``id`` when they
     have none).  An edge list has one edge per line, ``node node`` or
     ``node node weight``, separated by spaces, tabs or commas; ``#`` starts
-    a comment.  Directed and multi-graphs become simple undirected graphs.
+    a comment.  A multi-graph becomes a simple graph (one edge per pair of
+    nodes); a directed graph is a :class:`DataError` (the graph kernel
+    needs symmetric links).
     """
     import networkx as nx
 
@@ -292,6 +296,9 @@ def read_graph(path, kind):
             raise DataError(f"cannot read {path} as GML: {_first_line(exc)}") from None
     else:
         graph = _read_edge_list(path)
+    if graph.is_directed():
+        raise DataError(f"{path} holds a directed graph; clustering needs an undirected one "
+                        "(write 'directed 0' in the file to read its edges as undirected)")
     graph = nx.Graph(graph)
     if graph.number_of_nodes() == 0:
         raise DataError(f"{path} has no nodes")

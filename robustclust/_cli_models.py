@@ -1,40 +1,44 @@
 """From command-line options to estimators, and from estimators to per-row results.
 
 The only module of the command line that knows the estimator classes:
-:func:`build_estimator` turns the options into an unfitted estimator,
-:func:`row_results` and :func:`describe` read a fitted one.  The kernel
-estimators (``--kernel``, graph inputs) plug in at
-:func:`_kernel_estimator`.
+:func:`build_estimator` turns the options into an unfitted estimator (the
+kernel estimators for ``--kernel`` and graph inputs), :func:`model_input`
+gives it the matrix to fit (a graph's kernel), :func:`row_results` and
+:func:`describe` read a fitted one.
 """
 
 from dataclasses import dataclass
 
-import click
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
 from ._kmeans import RobustKMeans
 from ._mixture import RobustGaussianMixture
 
 METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("spherical", "diag", "full")
 KERNELS = ("rbf", "poly", "linear", "cosine")
+INITS = ("k-means++", "random", "spectral", "robust-kmeans")
+#: The kernel parameters and the ``--kernel`` values they apply to.
+KERNEL_PARAMETERS = {"gamma": ("rbf", "poly"), "degree": ("poly",), "coef0": ("poly",)}
+#: Kernels whose feature space is the columns themselves (chi^2 default lambda).
+_EXPLICIT_FEATURES = ("linear", "cosine")
 
 #: Fuzzifier of ``--method soft`` when ``--q`` is not given (the paper's).
 DEFAULT_Q = 1.5
-
-
-class NotAvailableError(click.UsageError):
-    """The options ask for an estimator this version does not have (exit 2)."""
+#: Initialisation of graph inputs when ``--init`` is not given (the paper's).
+GRAPH_INIT = "spectral"
 
 
 @dataclass(frozen=True)
 class ModelOptions:
     """The estimator options shared by ``fit`` and ``path`` (already checked).
 
-    ``lam`` and ``n_outliers`` are None when not given; ``q`` and
-    ``covariance`` are None unless they apply to ``method``.
+    ``lam`` and ``n_outliers`` are None when not given; ``q``,
+    ``covariance``, ``kernel``, ``gamma``, ``degree``, ``coef0`` and ``init``
+    are None unless given (and they apply).
     """
 
     n_clusters: int
@@ -43,6 +47,10 @@ class ModelOptions:
     covariance: str | None = None
     weighted: bool = False
     kernel: str | None = None
+    gamma: float | None = None
+    degree: int | None = None
+    coef0: float | None = None
+    init: str | None = None
     standardize: bool = False
     n_init: int | None = None
     seed: int | None = 0
@@ -57,42 +65,64 @@ def build_estimator(options, *, graph=False):
     ----------
     options : ModelOptions
     graph : bool, default=False
-        The input is a graph (always clustered with the graph kernel).
+        The input is a graph: the kernel estimators with
+        ``kernel="precomputed"`` on its normalized adjacency kernel
+        (:func:`model_input`), initialised by spectral clustering unless
+        ``options.init`` says otherwise.
 
     Returns
     -------
-    estimator : RobustKMeans, RobustGaussianMixture or Pipeline
+    estimator : RobustKMeans, RobustGaussianMixture, KernelRobustKMeans, \
+            KernelRobustGaussianMixture or Pipeline
     """
-    if graph or options.kernel is not None:
-        return _kernel_estimator(options, graph)
     common = {"lam": options.lam, "n_outliers": options.n_outliers,
               "weighted": options.weighted, "random_state": options.seed}
     if options.n_init is not None:
         common["n_init"] = options.n_init
-    if options.method == "gmm":
+    if graph:
+        common.update(kernel="precomputed", init=GRAPH_INIT)
+    elif options.kernel is not None:
+        common["kernel"] = options.kernel
+        common.update({name: getattr(options, name) for name in KERNEL_PARAMETERS
+                       if getattr(options, name) is not None})
+    if options.init is not None:
+        common["init"] = options.init
+    kernel = "kernel" in common
+    q = (options.q or DEFAULT_Q) if options.method == "soft" else 1.0
+    if options.method == "gmm" and kernel:
+        estimator = KernelRobustGaussianMixture(options.n_clusters, **common)
+    elif options.method == "gmm":
         estimator = RobustGaussianMixture(
             options.n_clusters, covariance_type=options.covariance or "spherical", **common)
+    elif kernel:
+        estimator = KernelRobustKMeans(options.n_clusters, q=q, **common)
     else:
-        q = (options.q or DEFAULT_Q) if options.method == "soft" else 1.0
         estimator = RobustKMeans(options.n_clusters, q=q, **common)
     return make_pipeline(StandardScaler(), estimator) if options.standardize else estimator
 
 
-def _kernel_estimator(options, graph):
-    """Kernel robust K-means / mixture for ``--kernel`` and graph inputs.
+def model_input(data):
+    """What the estimator is fitted on: the selected columns, or a graph's kernel.
 
-    Not available yet: the kernel estimators (``KernelRobustKMeans``,
-    ``KernelRobustGaussianMixture``, ``robustclust.graph``) are still being
-    written.  This is the one place to build them from ``options``.
+    A graph becomes K = nu I + D^-1/2 E D^-1/2
+    (:func:`robustclust.graph.normalized_adjacency_kernel`), rows in node
+    order.  Raises ValueError for graphs it cannot take (isolated nodes,
+    negative weights).
     """
-    raise kernels_not_available("graph inputs need" if graph
-                                else f"--kernel {options.kernel} needs")
+    if data.graph is None:
+        return data.X
+    from .graph import normalized_adjacency_kernel
+
+    return normalized_adjacency_kernel(data.graph)
 
 
-def kernels_not_available(what):
-    """The usage error for a feature that needs the kernel estimators."""
-    return NotAvailableError(f"{what} the kernel estimators, which are not available in "
-                             "this version of robustclust yet")
+def default_lambda_rule(model):
+    """How the default lambda of a model is set, in words."""
+    est = final_estimator(model)
+    kernel = getattr(est, "kernel", None)
+    if kernel is None or kernel in _EXPLICIT_FEATURES:
+        return "default: flags about 0.1% of Gaussian inliers"
+    return "default: a robust 0.1% tail of the feature-space distances"
 
 
 def final_estimator(model):
@@ -108,8 +138,10 @@ def fitted_data(model, X):
 def row_results(model):
     """(labels, outlier mask, outlier score) of every training row of a fitted model.
 
-    The score is ``outlier_scores_`` (||o_n|| in the Sigma^-1 norm, scale-free)
-    where the estimator has it, else ``outlier_norms_`` (||o_n||_2).
+    The score is ``outlier_scores_`` (||o_n|| in the Sigma^-1 norm, scale-free;
+    ||o_n|| / sigma for the kernel mixture) where the estimator has it, else
+    ``outlier_norms_`` (||o_n||_2, in feature space for kernels).  Either is
+    0 exactly for the rows not flagged and > 0 for the flagged ones.
     """
     est = final_estimator(model)
     scores = getattr(est, "outlier_scores_", None)
@@ -122,7 +154,7 @@ def predict_rows(model, X):
     """(labels, outlier mask, scores or None) of new rows under a fitted model.
 
     Scores need a method that computes them for new points:
-    ``RobustKMeans.outlier_norms``; other estimators give None.
+    ``outlier_norms`` of the (kernel) K-means models; the mixtures give None.
     """
     labels = model.predict(X)
     est = final_estimator(model)
@@ -133,9 +165,29 @@ def predict_rows(model, X):
 
 
 def describe(model):
-    """A short human name of the fitted method, e.g. 'weighted soft robust K-means (q=1.5)'."""
+    """A short human name of the fitted method, e.g. 'weighted soft robust K-means (q=1.5)'.
+
+    Kernel models name their kernel: 'hard kernel robust K-means (rbf
+    kernel, gamma=0.25)' (gamma=1/median or 1/p: the default gamma of a
+    model not fitted yet); ``kernel="precomputed"`` is called the graph
+    kernel, the only precomputed kernel the command line makes.
+    """
     est = final_estimator(model)
     prefix = "weighted " if est.weighted else ""
+    kernel = kernel_name(model)
+    if kernel is not None:
+        detail = f"{kernel} kernel"
+        gamma = kernel_gamma(model)
+        if est.kernel == "rbf":
+            detail += ", gamma=" + ("1/median" if gamma is None else f"{gamma:.4g}")
+        elif est.kernel == "poly":
+            gamma = "1/p" if gamma is None else f"{gamma:.4g}"
+            detail += f", degree {est.degree}, gamma={gamma}, coef0={est.coef0:g}"
+        if isinstance(est, KernelRobustGaussianMixture):
+            return f"{prefix}kernel robust Gaussian mixture (KRPC, {detail})"
+        if est.q == 1:
+            return f"{prefix}hard kernel robust K-means ({detail})"
+        return f"{prefix}soft kernel robust K-means (q={est.q:g}, {detail})"
     if isinstance(est, RobustGaussianMixture):
         return (f"{prefix}robust Gaussian mixture (RPC, {est.covariance_type} "
                 "covariance)")
@@ -144,10 +196,26 @@ def describe(model):
     return f"{prefix}soft robust K-means (q={est.q:g})"
 
 
+def kernel_name(model):
+    """'rbf', 'poly', 'linear', 'cosine', 'graph' (precomputed) or None (no kernel)."""
+    kernel = getattr(final_estimator(model), "kernel", None)
+    return "graph" if kernel == "precomputed" else kernel
+
+
+def kernel_gamma(model):
+    """gamma of an rbf or poly kernel: the one used once fitted, else the one given.
+
+    None: not fitted with the default (1 / the median squared distance for
+    rbf, 1 / n_features for poly), or no such kernel.
+    """
+    est = final_estimator(model)
+    return getattr(est, "gamma_", getattr(est, "gamma", None))
+
+
 def n_clusters(model):
     """Number of clusters (components) of a model."""
     est = final_estimator(model)
-    return est.n_components if isinstance(est, RobustGaussianMixture) else est.n_clusters
+    return getattr(est, "n_components", None) or est.n_clusters
 
 
 def feature_names(model):

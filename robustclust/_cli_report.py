@@ -22,11 +22,19 @@ def cluster_sizes(labels, n_clusters):
     return np.bincount(labels[labels >= 0], minlength=n_clusters).tolist()
 
 
-def top_outliers(row_labels, outlier_mask, scores, key):
-    """The flagged rows with the highest scores: [{key: label, "score": s}, ...]."""
+def top_outliers(row_labels, outlier_mask, scores, key, degrees=None):
+    """The flagged rows with the highest scores.
+
+    Returns ``[{key: label, "score": s}, ...]``, highest score first, with a
+    ``"degree"`` entry before the score when ``degrees`` (one per row) is
+    given, as for the nodes of a graph.
+    """
     index = np.flatnonzero(outlier_mask)
     order = index[np.argsort(-scores[index], kind="stable")][:TOP_OUTLIERS]
-    return [{key: row_labels[i], "score": float(scores[i])} for i in order]
+    if degrees is None:
+        return [{key: row_labels[i], "score": float(scores[i])} for i in order]
+    return [{key: row_labels[i], "degree": int(degrees[i]), "score": float(scores[i])}
+            for i in order]
 
 
 def to_json(summary):
@@ -70,7 +78,7 @@ def format_summary(summary):
 
 def _input_lines(summary):
     if summary["graph"]:
-        what = f"{summary['n_rows']} nodes"
+        what = f"{_count(summary['n_rows'], 'node')}, {_count(summary['n_edges'], 'edge')}"
     else:
         what = (f"{summary['n_rows']} rows, {len(summary['columns'])} columns "
                 f"({', '.join(summary['columns'])})")
@@ -96,16 +104,22 @@ def _result_lines(summary):
         lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, "
                      f"{summary['time_s']:.2f} s")
     sizes = summary["cluster_sizes"]
-    width = max(4, len(str(max(sizes + [summary["n_outliers"]]))))
-    lines += ["", f"cluster   {'rows':>{width}}"]
+    what = "nodes" if summary["graph"] else "rows"
+    width = max(len(what), len(str(max(sizes + [summary["n_outliers"]]))))
+    lines += ["", f"cluster   {what:>{width}}"]
     lines += [f"{c:<9} {size:>{width}}" for c, size in enumerate(sizes)]
     lines.append(f"{'outliers':<9} {summary['n_outliers']:>{width}}")
     top = summary.get("top_outliers")
     if top:
         key = "node" if summary["graph"] else "row"
         width = max(len(key), *(len(str(t[key])) for t in top))
-        lines += ["", "top outliers by score", f"{key:<{width}}  score"]
-        lines += [f"{str(t[key]):<{width}}  {_num(t['score'])}" for t in top]
+        if "degree" in top[0]:
+            lines += ["", "top outliers by score", f"{key:<{width}}  degree  score"]
+            lines += [f"{str(t[key]):<{width}}  {t['degree']:>6}  {_num(t['score'])}"
+                      for t in top]
+        else:
+            lines += ["", "top outliers by score", f"{key:<{width}}  score"]
+            lines += [f"{str(t[key]):<{width}}  {_num(t['score'])}" for t in top]
     return lines
 
 

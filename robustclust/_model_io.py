@@ -23,13 +23,22 @@ An estimator spec is ``{"class": name, "params": {...}, "attributes": {...}}``:
 ``params`` are the estimator's ``get_params(deep=False)`` and ``attributes``
 its fitted attributes listed in :data:`FITTED_ATTRIBUTES` (what ``predict``
 and the other methods for new data need, and the fit's summary numbers;
-per-training-row arrays such as ``labels_`` are not stored).  A JSON value
-is a number, string, boolean or null, or ``{"array": key}`` for an array
-stored in the archive (``"object": true`` when it was an object array of
-strings, such as ``feature_names_in_``).  A random-state instance is stored
-as null.  A :class:`sklearn.pipeline.Pipeline` whose steps are all listed
+per-training-row arrays such as ``labels_`` are not stored), plus those of
+:data:`OPTIONAL_ATTRIBUTES` that it has.  A JSON value is a number, string,
+boolean or null, ``{"array": key}`` for an array stored in the archive
+(``"object": true`` when it was an object array of strings, such as
+``feature_names_in_``), or ``{"mapping": {name: value, ...}}`` for a dict
+of such values (the kernel estimators' kernel arguments).  A random-state
+instance is stored as null.  A :class:`sklearn.pipeline.Pipeline` whose steps are all listed
 (e.g. ``StandardScaler`` then ``RobustKMeans``) is stored as
 ``{"class": "Pipeline", "params": {...}, "steps": [[name, spec], ...]}``.
+
+The kernel estimators' ``predict`` evaluates the kernel between new points
+and the training points, so their model files hold the training data
+(``X_fit_``, after the pipeline's scaling), and the file grows with it:
+N x (p + C) numbers.  Kernel models fitted with ``kernel="precomputed"``
+(graphs), a callable kernel or ``approximation="nystroem"`` are not saved:
+the first cannot predict new points at all, the others hold Python objects.
 
 Adding an estimator means adding its class and attribute names to
 :data:`FITTED_ATTRIBUTES`.
@@ -46,6 +55,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from ._files import atomic_write
+from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
 from ._kmeans import RobustKMeans
 from ._mixture import RobustGaussianMixture
 
@@ -66,9 +76,23 @@ FITTED_ATTRIBUTES = {
         "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
         "converged_", "n_features_in_", "_offset", "_covar_floor",
     ),
+    KernelRobustKMeans: (
+        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
+        "_kernel_kw", "gamma_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
+        "objective_", "n_iter_", "n_features_in_",
+    ),
+    KernelRobustGaussianMixture: (
+        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
+        "_kernel_kw", "gamma_", "weights_", "variance_", "feature_dim_", "_covar_floor",
+        "lambda_", "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
+        "n_features_in_",
+    ),
     StandardScaler: ("mean_", "var_", "scale_", "n_samples_seen_", "n_features_in_"),
 }
-_OPTIONAL_ATTRIBUTES = ("feature_names_in_",)
+#: Stored when the estimator has them: column names (fitted on named
+#: columns), the centres of a linear-kernel model.
+OPTIONAL_ATTRIBUTES = ("feature_names_in_", "cluster_centers_")
+_KERNEL_CLASSES = (KernelRobustKMeans, KernelRobustGaussianMixture)
 _CLASSES = {cls.__name__: cls for cls in FITTED_ATTRIBUTES}
 
 
@@ -84,16 +108,21 @@ def save_model(estimator, path):
 
     Parameters
     ----------
-    estimator : RobustKMeans, RobustGaussianMixture or Pipeline
+    estimator : RobustKMeans, RobustGaussianMixture, KernelRobustKMeans, \
+            KernelRobustGaussianMixture or Pipeline
         A fitted estimator; a pipeline may combine them with
-        ``StandardScaler``.
+        ``StandardScaler``.  A kernel model's file holds its training data
+        (its ``predict`` needs them).
     path : str or path-like
         Destination; written as given (no suffix is added).
 
     Raises
     ------
     TypeError
-        The estimator class has no entry in the model format.
+        The estimator class has no entry in the model format, or it is a
+        kernel model that cannot be saved: ``kernel="precomputed"`` (it
+        cannot predict new points), a callable kernel or
+        ``approximation="nystroem"``.
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
 
@@ -134,7 +163,8 @@ def load_model(path):
 
     Returns
     -------
-    estimator : RobustKMeans, RobustGaussianMixture or Pipeline
+    estimator : RobustKMeans, RobustGaussianMixture, KernelRobustKMeans, \
+            KernelRobustGaussianMixture or Pipeline
 
     Raises
     ------
@@ -193,8 +223,10 @@ def _spec(estimator, prefix, arrays):
         supported = ", ".join(sorted(_CLASSES)) + ", Pipeline"
         raise TypeError(f"cannot save a {cls.__name__}: model files hold {supported}")
     check_is_fitted(estimator)
+    _check_savable(estimator)
     names = FITTED_ATTRIBUTES[cls] + tuple(
-        a for a in _OPTIONAL_ATTRIBUTES if hasattr(estimator, a))
+        a for a in OPTIONAL_ATTRIBUTES
+        if a not in FITTED_ATTRIBUTES[cls] and getattr(estimator, a, None) is not None)
     return {
         "class": cls.__name__,
         "params": {k: _value(v, f"{prefix}param:{k}", arrays)
@@ -202,6 +234,23 @@ def _spec(estimator, prefix, arrays):
         "attributes": {a: _value(getattr(estimator, a), f"{prefix}{a}", arrays)
                        for a in names},
     }
+
+
+def _check_savable(estimator):
+    """Refuse the kernel models a file cannot hold (TypeError)."""
+    if not isinstance(estimator, _KERNEL_CLASSES):
+        return
+    name = type(estimator).__name__
+    if callable(estimator.kernel):
+        raise TypeError(f"cannot save a {name} with a callable kernel: model files hold "
+                        "no code (use one of the named kernels)")
+    if estimator.kernel == "precomputed":
+        raise TypeError(f"cannot save a {name} with kernel='precomputed': it cannot "
+                        "predict new points (that needs their kernel values), so there "
+                        "is nothing a model file could be used for")
+    if estimator.approximation is not None:
+        raise TypeError(f"cannot save a {name} fitted with "
+                        f"approximation={estimator.approximation!r}")
 
 
 def _value(value, key, arrays):
@@ -216,6 +265,8 @@ def _value(value, key, arrays):
         return float(value)
     if isinstance(value, np.random.RandomState):
         return None  # seeds only the fit, which a loaded model does not rerun
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"mapping": {k: _value(v, f"{key}:{k}", arrays) for k, v in value.items()}}
     if isinstance(value, (np.ndarray, list, tuple)):
         array = np.asarray(value)
         if array.dtype == object:
@@ -277,6 +328,8 @@ def _build(spec, npz):
 
 def _restore(value, npz):
     """Inverse of :func:`_value`."""
+    if isinstance(value, dict) and "mapping" in value:
+        return {k: _restore(v, npz) for k, v in value["mapping"].items()}
     if isinstance(value, dict):
         array = npz[value["array"]]
         return array.astype(object) if value.get("object") else array

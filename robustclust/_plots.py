@@ -1,4 +1,7 @@
-"""Figures of the command line's ``--plot``: clusters with circled outliers, the lambda path.
+"""Figures of the command line's ``--plot``: clusters, graphs and the lambda path.
+
+Clusters are drawn with their outliers circled, graphs with their outliers as
+diamonds.
 
 matplotlib is optional (the ``plot`` extra) and imported only here, when a
 figure is drawn; the figures are built without pyplot, so no display or
@@ -11,6 +14,8 @@ import numpy as np
 MAX_CIRCLE_RADIUS = 18.0
 #: Curves drawn at most in the outlier-norm panel of the path figure.
 MAX_PATH_CURVES = 500
+#: Graphs with more nodes are drawn without node names (they would overlap).
+MAX_NAMED_NODES = 200
 
 
 def check_available():
@@ -85,6 +90,35 @@ def cluster_figure(X, labels, scores, *, axis_names=None, title=""):
     ax.set_ylabel(names[1])
     ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=8)
+    return fig
+
+
+def graph_figure(graph, labels, scores, *, title=""):
+    """The network, nodes coloured by cluster, outliers as red diamonds sized by score.
+
+    :func:`robustclust.plotting.plot_graph` with its spring layout (seed 0,
+    so the same picture every run); node names are written for graphs of
+    up to :data:`MAX_NAMED_NODES` nodes.
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+    labels : ndarray of shape (n_nodes,)
+        Cluster of each node in ``graph.nodes`` order, -1 for outliers.
+    scores : ndarray of shape (n_nodes,)
+        Outlier scores (0 for inliers).
+    title : str, default=""
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure
+    """
+    fig = _figure(figsize=(7.2, 6.4), layout="constrained")
+    from .plotting import plot_graph
+
+    ax = plot_graph(graph, labels, outlier_scores=scores, ax=fig.subplots(),
+                    node_names=graph.number_of_nodes() <= MAX_NAMED_NODES)
+    ax.set_title(title, fontsize=10)
     return fig
 
 

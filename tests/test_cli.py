@@ -19,6 +19,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from robustclust import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
     RobustGaussianMixture,
     RobustKMeans,
     load_model,
@@ -29,9 +31,11 @@ from robustclust._cli import main
 from robustclust._cli_data import read_graph, rows_phrase
 from robustclust._files import UnsafeWriteError, atomic_write, check_destination
 from robustclust.datasets import make_blobs_with_outliers
+from robustclust.graph import normalized_adjacency_kernel
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 DOLPHINS = SHARED_DATA / "dolphins.gml"
+FOOTBALL = SHARED_DATA / "football.gml"
 _SCRIPT = Path(sys.executable).with_name("robustclust")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
 
@@ -75,6 +79,10 @@ def write_files(where):
     np.save(where / "cube.npy", np.zeros((2, 2, 2)))
     (where / "bad.gml").write_text("graph [\n  node [ id 0 label \"a\" ]\n  edge [ source 0\n")
     (where / "bad.edges").write_text("a b\nb c 1 2\n")
+    (where / "ring.edges").write_text("a b\nb c\nc d\nd e\ne f\nf a\n")
+    (where / "directed.gml").write_text(
+        "graph [\n  directed 1\n  node [ id 0 label \"a\" ]\n  node [ id 1 label \"b\" ]\n"
+        "  edge [ source 0 target 1 ]\n]\n")
     (where / "existing.csv").write_text("keep me\n")
     (where / "link.csv").symlink_to("blobs.csv")
     model = RobustKMeans(4, n_init=1, random_state=0).fit(pd.DataFrame(X, columns=["x", "y"]))
@@ -156,9 +164,54 @@ BAD = [
     ("gmm at lambda 0", ["fit", "blobs.csv", "-k", "2", "--method", "gmm", "--lam", "0"], 2,
      "robustclust fit: error: --lam must be > 0 with --method gmm (at 0 the mixture's cost "
      "is unbounded below)"),
-    ("kernel not available", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf"], 2,
-     "robustclust fit: error: --kernel rbf needs the kernel estimators, which are not "
-     "available in this version of robustclust yet"),
+    ("gamma without kernel", ["fit", "blobs.csv", "-k", "2", "--gamma", "0.5"], 2,
+     "robustclust fit: error: --gamma applies to --kernel rbf and poly only"),
+    ("gamma of a linear kernel", ["path", "blobs.csv", "-k", "2", "--kernel", "linear",
+                                  "--gamma", "0.5"], 2,
+     "robustclust path: error: --gamma applies to --kernel rbf and poly only"),
+    ("degree of rbf", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf", "--degree", "2"], 2,
+     "robustclust fit: error: --degree applies to --kernel poly only"),
+    ("coef0 without kernel", ["fit", "blobs.csv", "-k", "2", "--coef0", "0"], 2,
+     "robustclust fit: error: --coef0 applies to --kernel poly only"),
+    ("zero gamma", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf", "--gamma", "0"], 2,
+     "robustclust fit: error: Invalid value for '--gamma': 0.0 is not in the range x>0."),
+    ("covariance with kernel", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf", "--method",
+                                "gmm", "--covariance", "full"], 2,
+     "robustclust fit: error: --covariance does not apply to kernels: the kernel mixture "
+     "has one variance in feature space"),
+    ("covariance of a graph", ["fit", "ring.edges", "-k", "2", "--method", "gmm",
+                               "--covariance", "diag"], 2,
+     "robustclust fit: error: --covariance does not apply to kernels: the kernel mixture "
+     "has one variance in feature space"),
+    ("unknown init", ["fit", "blobs.csv", "-k", "2", "--init", "farthest"], 2,
+     "robustclust fit: error: Invalid value for '--init': 'farthest' is not one of "
+     "'k-means++', 'random', 'spectral', 'robust-kmeans'."),
+    ("spectral init without kernel", ["fit", "blobs.csv", "-k", "2", "--init", "spectral"], 2,
+     "robustclust fit: error: --init spectral applies to --kernel and graph inputs only"),
+    ("robust-kmeans init without gmm", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf",
+                                        "--init", "robust-kmeans"], 2,
+     "robustclust fit: error: --init robust-kmeans applies to --method gmm only"),
+    ("kernel of a graph", ["fit", "ring.edges", "-k", "2", "--kernel", "rbf"], 2,
+     "robustclust fit: error: --kernel does not apply to graph inputs: they are clustered "
+     "with their normalized adjacency kernel"),
+    ("gamma of a graph", ["path", "ring.edges", "-k", "2", "--gamma", "1"], 2,
+     "robustclust path: error: --gamma does not apply to graph inputs: they are clustered "
+     "with their normalized adjacency kernel"),
+    ("standardized graph", ["fit", "ring.edges", "-k", "2", "--standardize"], 2,
+     "robustclust fit: error: --standardize does not apply to graph inputs"),
+    ("columns of a graph", ["fit", "ring.edges", "-k", "2", "--columns", "a"], 2,
+     "robustclust fit: error: --columns does not apply to graph inputs"),
+    ("model of a graph", ["fit", "ring.edges", "-k", "2", "--save-model", "ring.npz"], 2,
+     "robustclust fit: error: --save-model does not apply to graph inputs: a model of a "
+     "graph's nodes cannot label new nodes (-o writes the nodes' labels)"),
+    ("graph with fewer nodes than clusters", ["fit", "ring.edges", "-k", "7"], 1,
+     "robustclust fit: error: 6 nodes of ring.edges for 7 clusters: need at least one node "
+     "per cluster"),
+    ("too many outlying nodes", ["fit", "ring.edges", "-k", "2", "-s", "6"], 1,
+     "robustclust fit: error: -s/--outliers 6 must be smaller than the number of nodes (6)"),
+    ("directed graph", ["fit", "directed.gml", "-k", "2"], 1,
+     "robustclust fit: error: directed.gml holds a directed graph; clustering needs an "
+     "undirected one (write 'directed 0' in the file to read its edges as undirected)"),
     ("output exists", ["fit", "blobs.csv", "-k", "2", "-o", "existing.csv"], 1,
      "robustclust fit: error: existing.csv already exists (use --force to overwrite it)"),
     ("output is the input", ["fit", "blobs.csv", "-k", "2", "-o", "blobs.csv", "--force"], 1,
@@ -196,8 +249,8 @@ BAD = [
                                 "--force"], 1,
      "robustclust predict: error: refusing to write over the input file blobs.csv"),
     ("predict a graph", ["predict", "-m", "xy.model", "bad.gml"], 2,
-     "robustclust predict: error: graph inputs need the kernel estimators, which are not "
-     "available in this version of robustclust yet"),
+     "robustclust predict: error: predict does not take graph inputs: a saved model labels "
+     "new rows of numbers; 'robustclust fit GRAPH -o FILE.csv' labels the nodes of a graph"),
     ("path missing values", ["path", "messy.csv", "-k", "2"], 1,
      "robustclust path: error: missing values in rows 3 and 17 of messy.csv (column b): "
      "use --drop-missing to leave these rows out"),
@@ -209,7 +262,9 @@ BAD = [
 #: The bad inputs the issue names, also run through the console script.
 IN_SUBPROCESS = ("missing file", "unreadable csv", "non-numeric column", "missing values",
                  "fewer rows than clusters", "unknown method", "unknown option",
-                 "unknown command", "output is the input", "demo runs")
+                 "unknown command", "output is the input", "demo runs",
+                 "gamma without kernel", "covariance with kernel", "unknown kernel",
+                 "predict a graph", "directed graph")
 
 
 @pytest.fixture(scope="module")
@@ -524,30 +579,274 @@ def test_progress_bar_only_on_a_terminal_and_not_when_quiet(tmp_path):
     assert stderr_on_a_terminal(["--quiet"]) == ""
 
 
-def test_graph_inputs_are_read_and_then_refused_until_the_kernel_estimators_land(tmp_path):
-    (tmp_path / "g.edges").write_text("# a triangle and a tail\na b\nb,c,2.5\nc a\nc d 0.5\n")
-    graph = read_graph(tmp_path / "g.edges", "edgelist")
-    edges = {(frozenset((u, v)), w) for u, v, w in graph.edges(data="weight")}
-    assert edges == {(frozenset("ab"), 1.0), (frozenset("bc"), 2.5), (frozenset("ca"), 1.0),
-                     (frozenset("cd"), 0.5)}
-    proc = run(["fit", "g.edges", "-k", "2"], tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr == ("robustclust fit: error: graph inputs need the kernel estimators, "
-                           "which are not available in this version of robustclust yet\n")
-    proc = run(["fit", "g.edges", "-k", "2", "--columns", "a"], tmp_path)
-    assert proc.stderr == ("robustclust fit: error: --columns does not apply to graph "
-                           "inputs\n")
+# -- kernels and graphs ----------------------------------------------------------------
+def assert_self_consistent(out, n_outliers=None):
+    """is_outlier is exactly cluster == -1 and exactly outlier_score > 0."""
+    flagged = out["is_outlier"].to_numpy(dtype=bool)
+    np.testing.assert_array_equal(flagged, out["cluster"].to_numpy() == -1)
+    if "outlier_score" in out:
+        np.testing.assert_array_equal(flagged, out["outlier_score"].to_numpy() > 0)
+    if n_outliers is not None:
+        assert flagged.sum() == n_outliers
+
+
+@pytest.mark.parametrize("args, n_outliers", [
+    (["-s", "40"], 40),
+    (["--method", "soft", "--weighted", "-s", "5%"], 12),
+    (["--method", "gmm", "--covariance", "diag", "--weighted", "-s", "40"], 40),
+    (["--kernel", "rbf", "--method", "soft", "--weighted", "-s", "40"], 40),
+    (["--kernel", "cosine", "--method", "gmm", "-s", "0.1"], 24),
+    (["--kernel", "rbf"], None),
+], ids=["hard", "soft-weighted", "gmm-weighted", "kernel-soft-weighted", "kernel-gmm",
+        "kernel-default-lambda"])
+def test_fit_output_flags_exactly_the_rows_with_a_positive_score(tmp_path, monkeypatch, capsys,
+                                                                 args, n_outliers):
+    write_files(tmp_path)
+    monkeypatch.chdir(tmp_path)  # in-process: the console script itself is tested above
+    assert main(["fit", "blobs.csv", "-k", "4", "--n-init", "3", "-o", "out.csv", "--json"]
+                + args) == 0
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert_self_consistent(out, n_outliers)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_outliers"] == out["is_outlier"].sum()
+    if n_outliers is None:  # the rbf kernel has no dimension for the chi^2 rule
+        assert summary["lambda_rule"] == ("default: a robust 0.1% tail of the feature-space "
+                                          "distances")
+
+
+def test_linear_kernel_gives_the_linear_models_results(fitted):
+    where, proc = fitted  # fit blobs.csv -k 4 -s 40 (RobustKMeans)
+    kernel = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--kernel", "linear", "-o",
+                  "linear-kernel.csv", "--json", "--quiet"], where)
+    assert kernel.returncode == 0, kernel.stderr
+    plain, kern = pd.read_csv(where / "out.csv"), pd.read_csv(where / "linear-kernel.csv")
+    pd.testing.assert_frame_equal(kern[["x", "y", "cluster", "is_outlier"]],
+                                  plain[["x", "y", "cluster", "is_outlier"]])
+    np.testing.assert_allclose(kern["outlier_score"], plain["outlier_score"], rtol=1e-9,
+                               atol=1e-12)
+    a, b = json.loads(proc.stdout), json.loads(kernel.stdout)
+    assert b["estimator"] == "KernelRobustKMeans" and b["kernel"] == "linear"
+    assert b["method"] == "hard kernel robust K-means (linear kernel)"
+    assert b["lambda"] == pytest.approx(a["lambda"], rel=1e-9)
+    assert b["cluster_sizes"] == a["cluster_sizes"]
+
+
+@pytest.fixture(scope="module")
+def rbf_fitted(tmp_path_factory):
+    """fit blobs.csv -k 4 --kernel rbf -s 40 -o rbf.csv --save-model rbf.npz --json."""
+    where = tmp_path_factory.mktemp("rbf")
+    write_files(where)
+    proc = run(["fit", "blobs.csv", "-k", "4", "--kernel", "rbf", "-s", "40", "-o", "rbf.csv",
+                "--save-model", "rbf.npz", "--json"], where)
+    assert proc.returncode == 0, proc.stderr
+    model = KernelRobustKMeans(4, kernel="rbf", n_outliers=40, random_state=0).fit(
+        pd.read_csv(where / "blobs.csv"))
+    return where, proc, model
+
+
+def test_rbf_fit_output_is_the_library_result(rbf_fitted):
+    where, proc, model = rbf_fitted
+    out = pd.read_csv(where / "rbf.csv")
+    assert list(out.columns) == ["x", "y", "cluster", "is_outlier", "outlier_score"]
+    pd.testing.assert_frame_equal(out[["x", "y"]], pd.read_csv(where / "blobs.csv"))
+    np.testing.assert_array_equal(out["cluster"], model.labels_)
+    np.testing.assert_array_equal(out["outlier_score"], model.outlier_norms_)
+    assert_self_consistent(out, 40)
+    summary = json.loads(proc.stdout)
+    assert (summary["estimator"], summary["kernel"]) == ("KernelRobustKMeans", "rbf")
+    assert summary["gamma"] == model.gamma_  # the median heuristic's value
+    assert summary["method"] == ("hard kernel robust K-means (rbf kernel, "
+                                 f"gamma={model.gamma_:.4g})")
+    assert summary["lambda"] == model.lambda_ and summary["n_outliers"] == 40
+    assert summary["lambda_rule"] == "chosen to flag 40 outliers"
+    assert summary["saved_model"] == "rbf.npz"
+
+
+def test_rbf_save_then_predict_reproduces_the_fitted_labels(rbf_fitted):
+    where, _, model = rbf_fitted
+    proc = run(["predict", "-m", "rbf.npz", "rbf.csv", "-o", "pred.csv"], where)
+    assert proc.returncode == 0, proc.stderr
+    pred, fit_out = pd.read_csv(where / "pred.csv"), pd.read_csv(where / "rbf.csv")
+    X = fit_out[["x", "y"]]
+    # predict reruns the O- and U-steps per row with the centres fixed: it always equals
+    # the in-memory model's predict, and on these rows also the fitted labels (a row
+    # near the threshold could in general go either way)
+    np.testing.assert_array_equal(pred["cluster"], model.predict(X))
+    np.testing.assert_array_equal(pred["cluster"], fit_out["cluster"])
+    np.testing.assert_array_equal(pred["outlier_score"], model.outlier_norms(X))
+    assert_self_consistent(pred, 40)
+    assert proc.stdout.splitlines()[0] == (
+        f"predict: hard kernel robust K-means (rbf kernel, gamma={model.gamma_:.4g}), "
+        "4 clusters")
+
+
+def test_kernel_mixture_poly_options_and_standardizing_reach_the_estimator(tmp_path):
+    write_files(tmp_path)
+    frame = pd.read_csv(tmp_path / "blobs.csv")
+    proc = run(["fit", "blobs.csv", "-k", "4", "--kernel", "poly", "--gamma", "0.5",
+                "--degree", "2", "--coef0", "0.25", "--method", "gmm", "--init", "random",
+                "--standardize", "-s", "20", "--n-init", "3", "--seed", "7", "-o", "g.csv",
+                "--save-model", "g.npz", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    model = make_pipeline(StandardScaler(), KernelRobustGaussianMixture(
+        4, kernel="poly", gamma=0.5, degree=2, coef0=0.25, init="random", n_outliers=20,
+        n_init=3, random_state=7)).fit(frame)
+    out = pd.read_csv(tmp_path / "g.csv")
+    np.testing.assert_array_equal(out["cluster"], model[-1].labels_)
+    np.testing.assert_array_equal(out["outlier_score"], model[-1].outlier_scores_)
+    assert_self_consistent(out, 20)
+    summary = json.loads(proc.stdout)
+    assert summary["method"] == ("kernel robust Gaussian mixture (KRPC, poly kernel, "
+                                 "degree 2, gamma=0.5, coef0=0.25)")
+    proc = run(["predict", "-m", "g.npz", "blobs.csv", "-o", "p.csv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    pred = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_array_equal(pred["cluster"], model.predict(frame))
+    assert "outlier_score" not in pred  # mixtures have no per-point score for new rows
+    assert_self_consistent(pred)
+
+
+def test_spectral_init_and_kernel_path(tmp_path):
+    write_files(tmp_path)
+    X = blobs()
+    proc = run(["fit", "blobs.csv", "-k", "4", "--kernel", "rbf", "--gamma", "0.1", "--init",
+                "spectral", "--lam", "1", "--n-init", "2", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    model = KernelRobustKMeans(4, kernel="rbf", gamma=0.1, init="spectral", lam=1.0,
+                               n_init=2, random_state=0).fit(X)
+    summary = json.loads(proc.stdout)
+    assert summary["n_outliers"] == model.n_outliers_
+    assert summary["objective"] == model.objective_
+    assert summary["lambda_rule"] == "given"
+
+    proc = run(["path", "blobs.csv", "-k", "4", "--kernel", "rbf", "--n-lambdas", "6",
+                "-o", "path.csv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    expected = regularization_path(KernelRobustKMeans(4, random_state=0), X, n_lambdas=6)
+    table = pd.read_csv(tmp_path / "path.csv")
+    np.testing.assert_array_equal(table["lambda"], expected.lambdas)
+    np.testing.assert_array_equal(table["n_outliers"], expected.n_outliers)
+    assert proc.stdout.splitlines()[0] == ("path: hard kernel robust K-means (rbf kernel, "
+                                           "gamma=1/median), 4 clusters")
+
+
+#: Two 5-cliques joined by the edge a1-b1, and x, linked to one node of each.
+TWO_CLIQUES = "".join(f"{g}{i} {g}{j}\n" for g in "ab" for i in range(1, 6)
+                      for j in range(i + 1, 6)) + "a1 b1\nx a2\nx,b2,1.0  # a comma too\n"
+
+
+def test_edge_list_nodes_are_clustered_and_named(tmp_path):
+    (tmp_path / "cliques.edges").write_text("# two cliques and a go-between\n" + TWO_CLIQUES)
+    graph = read_graph(tmp_path / "cliques.edges", "edgelist")
+    assert (graph.number_of_nodes(), graph.number_of_edges()) == (11, 23)
+    proc = run(["fit", "cliques.edges", "-k", "2", "-s", "1", "-o", "nodes.csv"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "nodes.csv")
+    assert list(out.columns) == ["node", "degree", "cluster", "is_outlier", "outlier_score"]
+    assert out["node"].tolist() == list(graph.nodes)
+    assert out["degree"].tolist() == [d for _, d in graph.degree()]
+    assert_self_consistent(out, 1)
+    by_node = out.set_index("node")["cluster"]
+    assert by_node["x"] == -1  # linked to both cliques, it belongs to neither
+    a, b = by_node[[f"a{i}" for i in range(1, 6)]], by_node[[f"b{i}" for i in range(1, 6)]]
+    assert a.nunique() == b.nunique() == 1 and a.iloc[0] != b.iloc[0]
+
+    K = normalized_adjacency_kernel(graph)
+    model = KernelRobustKMeans(2, kernel="precomputed", init="spectral", n_outliers=1,
+                               random_state=0).fit(K)
+    np.testing.assert_array_equal(out["cluster"], model.labels_)
+    np.testing.assert_array_equal(out["outlier_score"], model.outlier_norms_)
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["fit: hard kernel robust K-means (graph kernel), 2 clusters",
+                         "input: cliques.edges, 11 nodes, 23 edges",
+                         f"lambda: {model.lambda_:.4g} (chosen to flag 1 outliers)"]
+    assert lines[5:9] == ["cluster   nodes", "0             5", "1             5",
+                          "outliers      1"]
+    assert lines[9:] == ["", "top outliers by score", "node  degree  score",
+                         f"x          2  {model.outlier_norms_[-1]:.4g}", "wrote nodes.csv"]
+
+    proc = run(["path", "cliques.edges", "-k", "2", "--n-lambdas", "5", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    expected = regularization_path(KernelRobustKMeans(2, kernel="precomputed",
+                                                      init="spectral", random_state=0),
+                                   K, n_lambdas=5)
+    assert json.loads(proc.stdout)["n_outliers"] == expected.n_outliers.tolist()
+
+
+def test_graphs_the_graph_kernel_cannot_take_are_one_line_data_errors(tmp_path):
+    (tmp_path / "lonely.gml").write_text(
+        'graph [\n  node [ id 0 label "a" ]\n  node [ id 1 label "b" ]\n'
+        '  node [ id 2 label "lonely" ]\n  edge [ source 0 target 1 ]\n]\n')
+    (tmp_path / "zero.edges").write_text("a b\nb c\nc d 0\n")  # d: only a 0-weight edge
+    for name, node in (("lonely.gml", "'lonely'"), ("zero.edges", "'d'")):
+        proc = run(["fit", name, "-k", "2", "-o", "out.csv"], tmp_path)
+        assert proc.returncode == 1
+        assert proc.stdout == ""
+        assert proc.stderr.startswith(f"robustclust fit: error: cannot cluster {name}: the "
+                                      "graph has 1 isolated node(s) (")
+        assert node in proc.stderr and proc.stderr.count("\n") == 1
+        assert not (tmp_path / "out.csv").exists()
 
 
 @pytest.mark.skipif(not DOLPHINS.exists(), reason="../shared/data/dolphins.gml is absent")
-def test_dolphins_gml_is_read_with_its_names(tmp_path):
+def test_dolphins_gml_is_clustered_with_node_names(tmp_path):
     graph = read_graph(DOLPHINS, "gml")
     assert (graph.number_of_nodes(), graph.number_of_edges()) == (62, 159)
     assert list(graph.nodes)[:3] == ["Beak", "Beescratch", "Bumper"]
     shutil.copy(DOLPHINS, tmp_path / "dolphins.gml")
-    proc = run(["fit", "dolphins.gml", "-k", "4", "-s", "12"], tmp_path)
-    assert proc.returncode == 2
-    assert "graph inputs need the kernel estimators" in proc.stderr
+    proc = run(["fit", "dolphins.gml", "-k", "4", "-s", "12", "-o", "dolphins.csv",
+                "--plot", "dolphins.png", "--json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "dolphins.csv")
+    assert out["node"].tolist() == list(graph.nodes)
+    assert_self_consistent(out, 12)
+    flagged = set(out.loc[out["is_outlier"], "node"])
+    assert {"SN89", "TR99"} <= flagged and "Zig" not in flagged  # as in the paper's Fig. 7
+    model = KernelRobustKMeans(4, kernel="precomputed", init="spectral", n_outliers=12,
+                               random_state=0).fit(normalized_adjacency_kernel(graph))
+    np.testing.assert_array_equal(out["cluster"], model.labels_)
+    summary = json.loads(proc.stdout)
+    assert summary["graph"] and summary["kernel"] == "graph" and summary["n_edges"] == 159
+    assert summary["n_outliers"] == 12 and summary["plot"] == "dolphins.png"
+    degree = dict(graph.degree())
+    top = summary["top_outliers"]
+    assert len(top) == 10 and {t["node"] for t in top} <= flagged
+    assert all(t["degree"] == degree[t["node"]] for t in top)
+    assert [t["score"] for t in top] == sorted(out["outlier_score"], reverse=True)[:10]
+    assert _png_size(tmp_path / "dolphins.png") == (864, 768)
+
+
+@pytest.mark.skipif(not FOOTBALL.exists(), reason="../shared/data/football.gml is absent")
+def test_football_conferences_are_found(tmp_path):
+    from sklearn.metrics import adjusted_rand_score
+
+    shutil.copy(FOOTBALL, tmp_path / "football.gml")
+    proc = run(["fit", "football.gml", "-k", "12", "-s", "12", "--n-init", "10", "-o",
+                "teams.csv", "--quiet"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = pd.read_csv(tmp_path / "teams.csv")
+    assert_self_consistent(out, 12)
+    graph = read_graph(FOOTBALL, "gml")
+    conference = np.array([graph.nodes[team]["value"] for team in graph.nodes])
+    assert out["node"].tolist() == list(graph.nodes)
+    inliers = ~out["is_outlier"].to_numpy()
+    # the paper's Section VI-D: the conferences, up to the teams flagged
+    assert adjusted_rand_score(conference[inliers], out["cluster"][inliers]) > 0.9
+
+
+def test_graph_plot_highlights_the_outliers(tmp_path):
+    pytest.importorskip("matplotlib")
+    from robustclust._plots import graph_figure
+
+    (tmp_path / "cliques.edges").write_text(TWO_CLIQUES)
+    graph = read_graph(tmp_path / "cliques.edges", "edgelist")
+    labels = np.array([0] * 5 + [1] * 5 + [-1])
+    scores = np.r_[np.zeros(10), 0.2]
+    ax = graph_figure(graph, labels, scores, title="t").axes[0]
+    outliers = [c for c in ax.collections if c.get_gid() == "outliers"]
+    assert len(outliers) == 1 and len(outliers[0].get_offsets()) == 1
+    bold = [t.get_text().strip() for t in ax.texts if t.get_fontweight() == "bold"]
+    assert bold == [list(graph.nodes)[10]] and ax.get_title() == "t"
 
 
 def test_help_version_and_demo_entry(tmp_path):
@@ -556,7 +855,8 @@ def test_help_version_and_demo_entry(tmp_path):
     proc = run(["fit", "--help"], tmp_path)
     assert proc.returncode == 0
     for option in ("--columns", "-k, --clusters", "-s, --outliers", "--lam", "--method",
-                   "--q", "--covariance", "--weighted", "--kernel", "--standardize",
+                   "--q", "--covariance", "--weighted", "--kernel", "--gamma", "--degree",
+                   "--coef0", "--init", "--standardize",
                    "--n-init", "--seed", "-o, --output", "--plot", "--save-model", "--json",
                    "--quiet", "--force", "--drop-missing"):
         assert option in proc.stdout

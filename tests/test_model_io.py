@@ -13,7 +13,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import robustclust
-from robustclust import RobustGaussianMixture, RobustKMeans, load_model, save_model
+from robustclust import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
+    RobustGaussianMixture,
+    RobustKMeans,
+    load_model,
+    save_model,
+)
 from robustclust._model_io import FORMAT_VERSION, ModelFileError
 from robustclust.datasets import make_blobs_with_outliers
 
@@ -77,6 +84,81 @@ def test_round_trip_reproduces_every_method_for_new_data(name, data, tmp_path):
         params.pop("random_state")
     for key, value in params.items():
         np.testing.assert_equal(params2[key], value)
+
+
+KERNEL_ESTIMATORS = {
+    "rbf-count": lambda: KernelRobustKMeans(4, n_outliers=40, n_init=2, random_state=0),
+    "poly-soft-weighted": lambda: KernelRobustKMeans(4, kernel="poly", degree=2, coef0=0.5,
+                                                     q=1.5, weighted=True, n_init=2,
+                                                     random_state=0),
+    "linear": lambda: KernelRobustKMeans(4, kernel="linear", lam=3.0, n_init=2,
+                                         random_state=0),
+    "krpc-cosine": lambda: KernelRobustGaussianMixture(4, kernel="cosine", n_outliers=20,
+                                                       n_init=2, random_state=0),
+    "krpc-rbf-pipeline": lambda: make_pipeline(
+        StandardScaler(), KernelRobustGaussianMixture(4, gamma=0.5, weighted=True, n_init=2,
+                                                      random_state=0)),
+}
+
+
+@pytest.mark.parametrize("name", KERNEL_ESTIMATORS)
+def test_kernel_round_trip_reproduces_predict_on_new_and_training_rows(name, data, tmp_path):
+    X, new = data
+    frame, new_frame = (pd.DataFrame(a, columns=["u", "v"]) for a in (X, new))
+    model = KERNEL_ESTIMATORS[name]().fit(frame)
+    path = tmp_path / "kernel.model"
+    save_model(model, path)
+    loaded = load_model(path)
+    for rows in (new_frame, frame):
+        np.testing.assert_array_equal(loaded.predict(rows), model.predict(rows))
+    est, est2 = _final(model), _final(loaded)
+    Xt = model[:-1].transform(new_frame) if hasattr(model, "steps") else new_frame
+    if isinstance(est, KernelRobustKMeans):
+        np.testing.assert_array_equal(est2.outlier_norms(Xt), est.outlier_norms(Xt))
+    else:
+        np.testing.assert_array_equal(est2.predict_proba(Xt), est.predict_proba(Xt))
+    for attr in ("gamma_", "lambda_", "unweighted_lambda_", "n_outliers_", "objective_",
+                 "n_iter_"):
+        assert getattr(est2, attr) == getattr(est, attr)
+    assert list(loaded.feature_names_in_) == ["u", "v"]
+    np.testing.assert_array_equal(est2.X_fit_, est.X_fit_)  # the file holds the training rows
+    if est.kernel == "linear":
+        np.testing.assert_array_equal(est2.cluster_centers_, est.cluster_centers_)
+    else:
+        assert not hasattr(est2, "cluster_centers_")
+
+
+def test_kernel_arguments_are_stored_as_a_json_mapping(data, tmp_path):
+    X, _ = data
+    model = KernelRobustKMeans(4, kernel="poly", degree=2, n_init=1, random_state=0).fit(X)
+    save_model(model, tmp_path / "m.npz")
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
+        meta = json.loads(npz["__robustclust_model__"].item())
+    attributes = meta["estimator"]["attributes"]
+    assert attributes["_kernel_kw"] == {"mapping": {"gamma": None, "degree": 2, "coef0": 1.0}}
+    assert attributes["gamma_"] is None  # poly without gamma: 1 / n_features at predict time
+    assert load_model(tmp_path / "m.npz")._kernel_kw == model._kernel_kw
+
+
+def test_kernel_models_that_cannot_predict_or_hold_code_are_refused(data, tmp_path):
+    X, _ = data
+    path = tmp_path / "m.npz"
+    K = X @ X.T
+    refused = [
+        (KernelRobustKMeans(4, kernel="precomputed", n_init=1).fit(K),
+         "cannot save a KernelRobustKMeans with kernel='precomputed': it cannot predict new "
+         "points"),
+        (KernelRobustGaussianMixture(4, kernel=lambda A, B: A @ B.T, n_init=1).fit(X),
+         "cannot save a KernelRobustGaussianMixture with a callable kernel"),
+        (KernelRobustKMeans(4, approximation="nystroem", n_landmarks=20, n_init=1).fit(X),
+         "cannot save a KernelRobustKMeans fitted with approximation='nystroem'"),
+    ]
+    for model, message in refused:
+        with pytest.raises(TypeError) as exc:
+            save_model(model, path)
+        assert str(exc.value).startswith(message)
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_file_name_is_kept_and_dtype_and_feature_names_survive(tmp_path):

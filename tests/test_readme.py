@@ -1,12 +1,16 @@
-"""The README's Python example and command-line session run and print what they say."""
+"""The README's Python example and command-line sessions run and print what they say."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOLPHINS = README.parent / ".." / "shared" / "data" / "dolphins.gml"
 
 
 def test_readme_example_runs(capsys):
@@ -17,28 +21,46 @@ def test_readme_example_runs(capsys):
     assert out[0].split()[0] == "80"
 
 
-def _console_session(text):
-    """[(command, expected output lines)] of the Command line section's session."""
+def _console_sessions(text):
+    """[[(command, expected output lines)], ...]: the Command line section's sessions."""
     section = text.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```console\n(.*?)```", section, re.S).group(1)
-    steps = []
-    for line in block.splitlines():
-        if line.startswith("$ "):
-            steps.append((line[2:], []))
-        else:
-            steps[-1][1].append(line)
-    return steps
+    sessions = []
+    for block in re.findall(r"```console\n(.*?)```", section, re.S):
+        steps = []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            else:
+                steps[-1][1].append(line)
+        sessions.append(steps)
+    return sessions
 
 
 def test_readme_command_line_session_prints_what_it_shows(tmp_path):
-    steps = _console_session(README.read_text())
+    steps = _console_sessions(README.read_text())[0]
     assert steps[0][0].startswith("python -c ")  # writes the data the session reads
     assert sum(cmd.startswith("robustclust ") for cmd, _ in steps) >= 4
+    _run_session(steps, tmp_path)
+
+
+@pytest.mark.skipif(not DOLPHINS.exists(), reason="../shared/data/dolphins.gml is absent")
+def test_readme_graph_session_prints_what_it_shows(tmp_path):
+    sessions = _console_sessions(README.read_text())
+    assert len(sessions) == 2
+    steps = sessions[1]
+    assert steps[0][0].startswith("robustclust fit dolphins.gml ")
+    shutil.copy(DOLPHINS, tmp_path / "dolphins.gml")
+    _run_session(steps, tmp_path)
+    assert (tmp_path / "dolphins.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _run_session(steps, where):
+    """Run each command in ``where``; its stdout and stderr must be what the README shows."""
     bin_dir = str(Path(sys.executable).parent)  # python and robustclust of this install
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     timing = re.compile(r"\b\d+\.\d\d s\b")  # times differ from run to run
     for command, expected in steps:
-        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, text=True,
+        proc = subprocess.run(["bash", "-c", command], cwd=where, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
         want = "".join(line + "\n" for line in expected)
         assert timing.sub("T s", proc.stdout) == timing.sub("T s", want), command
