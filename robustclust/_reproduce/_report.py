@@ -7,12 +7,12 @@ built by :func:`comparison_table` so that every number of ours stands beside
 the paper's and the difference, in the same format everywhere.
 """
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .._files import atomic_write
 
 __all__ = [
     "DataNotFound",
@@ -135,18 +135,9 @@ def save_figure(fig, out_dir, name):
     run never leaves half a figure; PNG metadata carry no software version,
     so regenerating unchanged figures gives byte-identical files.
     """
-    out_dir = Path(out_dir)
-    path = out_dir / name
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".png")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png", dpi=110, bbox_inches="tight",
-                        metadata={"Software": None})
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(Path(out_dir) / name, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=110, bbox_inches="tight",
+                    metadata={"Software": None})
     return name
 
 
@@ -165,13 +156,6 @@ def write_report(out_dir, sections, *, header, footer=""):
         parts.append("\n" + footer.strip() + "\n")
     text = "".join(parts)
     path = out_dir / "README.md"
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".README.", suffix=".md")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, "wb") as handle:
+        handle.write(text.encode("utf-8"))
     return path
