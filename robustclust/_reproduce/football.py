@@ -92,7 +92,7 @@ def run(out_dir, *, quick, data_home=None):
     common = len(set(ours_simple) & set(paper_simple))
     team_table = markdown_table(["rank", "ours", "in the paper's list", "paper",
                                  "flagged by us"], rows, align="rlrlr")
-    independents = [n for n in ("Connecticut", "Notre Dame", "Navy")]
+    independents = ("Connecticut", "Notre Dame", "Navy")
     values["common_with_paper"] = common
 
     K, model = fits[12]

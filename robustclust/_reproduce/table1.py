@@ -54,8 +54,8 @@ GMM_ROW = "GMM + 1 component"
 _ROBUST = [name for name, (_, _, robust) in METHODS.items() if robust]
 
 
-def _hdbscan_row(X, true_centers, outlier_mask, params):
-    """RMSE (None if fewer than C clusters), clusters found, flagged, precision, recall."""
+def _hdbscan_row(X, true_centers, params):
+    """RMSE (None if fewer than C clusters), number of clusters found, noise mask."""
     labels = HDBSCAN(copy=True, **params).fit(X).labels_
     n_found = int(labels.max()) + 1
     rmse = None
@@ -66,7 +66,8 @@ def _hdbscan_row(X, true_centers, outlier_mask, params):
     return rmse, n_found, flagged
 
 
-def _gmm_runs(X, true_centers, outlier_mask, n_runs):
+def _gmm_runs(X, true_centers, n_runs):
+    """Centre RMSE and flagged mask of C + 1 component mixtures, one per seed."""
     rmse = np.empty(n_runs)
     flagged_runs = []
     for run in range(n_runs):
@@ -107,15 +108,14 @@ def evaluate(n_runs):
     for level in OUTLIER_LEVELS:
         data = make_blobs_with_outliers(n_outliers=level, random_state=DATA_SEED)
         for name, params in HDBSCAN_SETTINGS.items():
-            rmse, n_found, flagged = _hdbscan_row(data.X, data.centers, data.outlier_mask,
-                                                  params)
+            rmse, n_found, flagged = _hdbscan_row(data.X, data.centers, params)
             _, n_flagged, precision, recall = _scores(flagged, data.outlier_mask)
             rows.setdefault(name, {})[level] = {
                 "rmse": rmse, "clusters": n_found, "flagged": float(n_flagged),
                 "flagged_min": n_flagged, "flagged_max": n_flagged,
                 "precision": None if np.isnan(precision) else precision, "recall": recall,
             }
-        rmse, flagged_runs = _gmm_runs(data.X, data.centers, data.outlier_mask, n_runs)
+        rmse, flagged_runs = _gmm_runs(data.X, data.centers, n_runs)
         scores = np.array([_scores(f, data.outlier_mask) for f in flagged_runs], dtype=float)
         rows.setdefault(GMM_ROW, {})[level] = {
             "rmse": float(rmse.mean()), "flagged": float(scores[:, 1].mean()),
