@@ -1,6 +1,6 @@
 """Command-line entry point: ``python -m robustclust`` or ``robustclust``.
 
-Commands (see :mod:`robustclust._cli`)
+Commands (see :mod:`robustclust.cli`)
 --------------------------------------
 fit
     Cluster a table (CSV, TSV, Parquet, .npy) or the nodes of a graph (GML,
@@ -10,7 +10,7 @@ predict
 path
     Number of outliers along the warm-started lambda path.
 demo
-    Reproduce Table I of the paper (see :func:`robustclust._demo.run_demo`).
+    Reproduce Table I of the paper (see :func:`robustclust._reproduce.demo.run_demo`).
 reproduce
     Reproduce Section VI of the paper into reports/paper/ (see
     :func:`robustclust._reproduce.run_reproduction`).
@@ -18,7 +18,7 @@ reproduce
 
 import sys
 
-from ._cli import main
+from .cli import main
 
 __all__ = ["main"]
 

@@ -27,8 +27,8 @@ from robustclust import (
     regularization_path,
     save_model,
 )
-from robustclust._cli import main
-from robustclust._cli_data import read_graph, rows_phrase
+from robustclust.cli import main
+from robustclust.cli._data import read_graph, rows_phrase
 from robustclust._files import UnsafeWriteError, atomic_write, check_destination
 from robustclust.datasets import make_blobs_with_outliers
 from robustclust.graph import normalized_adjacency_kernel
@@ -836,7 +836,7 @@ def test_football_conferences_are_found(tmp_path):
 
 def test_graph_plot_highlights_the_outliers(tmp_path):
     pytest.importorskip("matplotlib")
-    from robustclust._plots import graph_figure
+    from robustclust.cli._figures import graph_figure
 
     (tmp_path / "cliques.edges").write_text(TWO_CLIQUES)
     graph = read_graph(tmp_path / "cliques.edges", "edgelist")
@@ -907,7 +907,7 @@ def test_main_without_arguments_prints_help_and_returns_0(capsys):
 
 
 def test_unexpected_exceptions_are_one_line(monkeypatch, capsys, tmp_path):
-    import robustclust._cli as cli
+    import robustclust.cli._commands as cli
 
     def boom(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
@@ -927,7 +927,7 @@ def test_cluster_figure_circles_each_outlier_with_radius_proportional_to_its_sco
     pytest.importorskip("matplotlib")
     from sklearn.decomposition import PCA
 
-    from robustclust._plots import MAX_CIRCLE_RADIUS, cluster_figure
+    from robustclust.cli._figures import MAX_CIRCLE_RADIUS, cluster_figure
 
     X = blobs()
     model = RobustKMeans(4, n_outliers=40, random_state=0).fit(X)

@@ -1,4 +1,4 @@
-"""Tests of the Table I demo (robustclust._demo) and the command line."""
+"""Tests of the Table I demo (robustclust._reproduce.demo) and the command line."""
 
 import io
 import subprocess
@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-import robustclust._demo as demo
+import robustclust._reproduce.demo as demo
 from robustclust import OutlierCountWarning
 from robustclust.__main__ import main
 

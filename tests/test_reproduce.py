@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustclust import _cli
+from robustclust import cli as _cli
 from robustclust._reproduce import EXPERIMENTS, QUICK_EXPERIMENTS, run_reproduction
 from robustclust._reproduce._report import (
     Section,

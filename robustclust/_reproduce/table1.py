@@ -1,7 +1,7 @@
 """Table I: centre RMSE and outlier precision/recall on the four-blob data.
 
-The paper's nine methods are those of :data:`robustclust._demo.METHODS`
-(run by :func:`robustclust._demo.evaluate_methods`, as ``make demo`` does).
+The paper's nine methods are those of :data:`robustclust._reproduce.demo.METHODS`
+(run by :func:`robustclust._reproduce.demo.evaluate_methods`, as ``make demo`` does).
 Two rows the paper lacks show what a user would try instead with
 scikit-learn alone:
 
@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.mixture import GaussianMixture
 
-from .._demo import (
+from .demo import (
     _N_CLUSTERS,
     _N_INLIERS,
     _SOFT_Q,

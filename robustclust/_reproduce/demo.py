@@ -15,10 +15,9 @@ from numbers import Integral
 
 import numpy as np
 
-from ._kmeans import RobustKMeans
-from ._mixture import RobustGaussianMixture
-from .datasets import make_blobs_with_outliers
-from .metrics import center_rmse
+from .. import RobustGaussianMixture, RobustKMeans
+from ..datasets import make_blobs_with_outliers
+from ..metrics import center_rmse
 
 __all__ = ["METHODS", "OUTLIER_LEVELS", "PAPER_TABLE_I", "evaluate_methods", "run_demo"]
 
@@ -276,7 +275,7 @@ def run_demo(n_runs=100, data_seed=0, stream=None):
     Examples
     --------
     >>> import io
-    >>> from robustclust._demo import run_demo
+    >>> from robustclust._reproduce.demo import run_demo
     >>> results = run_demo(n_runs=1, stream=io.StringIO())
     >>> sorted(results["soft WRKM"])
     [40, 80]

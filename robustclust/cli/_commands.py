@@ -21,9 +21,9 @@ import click
 import numpy as np
 import pandas as pd
 
-from . import __version__, _progress
-from ._cli_data import GRAPH_KINDS, RESULT_COLUMNS, DataError, input_kind, read_input
-from ._cli_models import (
+from .. import __version__, _progress
+from ._data import GRAPH_KINDS, RESULT_COLUMNS, DataError, input_kind, read_input
+from ._models import (
     COVARIANCES,
     GRAPH_INIT,
     INITS,
@@ -44,8 +44,8 @@ from ._cli_models import (
     predict_rows,
     row_results,
 )
-from ._cli_report import cluster_sizes, format_summary, to_json, top_outliers
-from ._files import UnsafeWriteError, atomic_write, check_destination
+from ._summary import cluster_sizes, format_summary, to_json, top_outliers
+from .._files import UnsafeWriteError, atomic_write, check_destination
 
 PROG = "robustclust"
 
@@ -255,7 +255,7 @@ def _destinations(inputs, force, **paths):
 
 
 def _require_matplotlib():
-    from ._plots import check_available
+    from ._figures import check_available
 
     try:
         check_available()
@@ -448,7 +448,7 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     labels, mask, scores = row_results(model)
 
     if "saved_model" in dest:
-        from ._model_io import save_model as save
+        from .._model_io import save_model as save
 
         save(model, dest["saved_model"])
     if "output" in dest:
@@ -474,7 +474,7 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
 
 def _fit_figure(data, model, labels, scores):
     """The --plot of fit: the graph with its outliers, or the rows in 2-D."""
-    from ._plots import cluster_figure, graph_figure
+    from ._figures import cluster_figure, graph_figure
 
     title = f"{describe(model)}: {final_estimator(model).n_outliers_} outliers"
     if data.graph is not None:
@@ -502,7 +502,7 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
     an unnamed array, every numeric column, in order). Graph inputs cannot be
     predicted: 'robustclust fit -o' labels a graph's nodes.
     """
-    from ._model_io import load_model
+    from .._model_io import load_model
 
     if _is_graph(input):
         raise click.UsageError("predict does not take graph inputs: a saved model labels "
@@ -562,7 +562,7 @@ def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json
     decreasing grid, each solution started from the previous one, and
     prints how many rows each lambda flags.
     """
-    from ._path import regularization_path
+    from .._path import regularization_path
 
     graph = _is_graph(input)
     options = _model_options_from(model_kwargs, graph=graph)
@@ -581,7 +581,7 @@ def path(session, input, n_lambdas, columns, drop_missing, output, plot, as_json
     if "output" in dest:
         _write_rows(table, dest["output"])
     if "plot" in dest:
-        from ._plots import path_figure
+        from ._figures import path_figure
 
         _save_figure(path_figure(result, title=f"{describe(model)}, {input}"), dest["plot"])
 
@@ -610,7 +610,7 @@ def demo(runs, seed):
     K-means, robust K-means and the robust mixture, and prints the mean
     centre RMSE next to the paper's Table I.
     """
-    from ._demo import run_demo
+    from .._reproduce.demo import run_demo
 
     run_demo(n_runs=runs, data_seed=seed)
 
@@ -637,7 +637,7 @@ def reproduce(out_dir, quick, data_home, download, only):
     K-means in Table I, exactly s outliers, football ARI >= 0.88) are checked
     and printed; with --quick a failed claim makes the exit status 1.
     """
-    from ._reproduce import EXPERIMENTS, run_reproduction
+    from .._reproduce import EXPERIMENTS, run_reproduction
 
     unknown = [name for name in only if name not in EXPERIMENTS]
     if unknown:

@@ -114,7 +114,7 @@ def graph_figure(graph, labels, scores, *, title=""):
     figure : matplotlib.figure.Figure
     """
     fig = _figure(figsize=(7.2, 6.4), layout="constrained")
-    from .plotting import plot_graph
+    from ..plotting import plot_graph
 
     ax = plot_graph(graph, labels, outlier_scores=scores, ax=fig.subplots(),
                     node_names=graph.number_of_nodes() <= MAX_NAMED_NODES)

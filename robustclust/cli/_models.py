@@ -13,9 +13,12 @@ import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
-from ._kmeans import RobustKMeans
-from ._mixture import RobustGaussianMixture
+from .. import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
+    RobustGaussianMixture,
+    RobustKMeans,
+)
 
 METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("spherical", "diag", "full")
@@ -111,7 +114,7 @@ def model_input(data):
     """
     if data.graph is None:
         return data.X
-    from .graph import normalized_adjacency_kernel
+    from ..graph import normalized_adjacency_kernel
 
     return normalized_adjacency_kernel(data.graph)
 

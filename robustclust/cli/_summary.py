@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._cli_data import rows_phrase
+from ._data import rows_phrase
 
 #: Outliers listed in a summary, highest score first.
 TOP_OUTLIERS = 10
