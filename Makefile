@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench reproduce reproduce-quick clean
+.PHONY: demo test test-fast bench reproduce reproduce-quick clean
 
 # The real data sets: a local copy beside the project when there is one
 # (never committed), else the loaders' cache or a download.
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The unit tests only (no reproduction or console-script sessions): the quick loop.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
 
 # Section VI of the paper into reports/paper/ (README.md + figures), < 15 min.
 reproduce: $(STAMP)
