@@ -15,8 +15,8 @@ import time
 import numpy as np
 from sklearn.metrics.pairwise import rbf_kernel
 
-from robustclust._kernel_solver import KernelRKMSolver
-from robustclust._penalties import make_penalty
+
+
 
 C = 8
 

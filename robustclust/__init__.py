@@ -6,12 +6,15 @@ Forero, Kekatos and Giannakis, "Robust Clustering Using Outlier-Sparsity
 Regularization", IEEE Trans. Signal Processing, 2012.
 """
 
-from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
-from ._kmeans import RobustKMeans
-from ._mixture import RobustGaussianMixture
+from ._core.selection import OutlierCountWarning
+from ._estimators import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
+    RobustGaussianMixture,
+    RobustKMeans,
+)
 from ._model_io import load_model, save_model
 from ._path import RegularizationPath, regularization_path
-from ._selection import OutlierCountWarning
 
 __version__ = "0.1.0"
 

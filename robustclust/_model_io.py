@@ -21,10 +21,10 @@ never runs code.  It holds:
 
 An estimator spec is ``{"class": name, "params": {...}, "attributes": {...}}``:
 ``params`` are the estimator's ``get_params(deep=False)`` and ``attributes``
-its fitted attributes listed in :data:`FITTED_ATTRIBUTES` (what ``predict``
-and the other methods for new data need, and the fit's summary numbers;
-per-training-row arrays such as ``labels_`` are not stored), plus those of
-:data:`OPTIONAL_ATTRIBUTES` that it has.  A JSON value is a number, string,
+the fitted state it gives through its public hook ``fitted_state()`` (what
+``predict`` and the other methods for new data need, and the fit's summary
+numbers; per-training-row arrays such as ``labels_`` are not stored); it is
+rebuilt with the class method ``from_fitted_state(params, attributes)``.  A JSON value is a number, string,
 boolean or null, ``{"array": key}`` for an array stored in the archive
 (``"object": true`` when it was an object array of strings, such as
 ``feature_names_in_``), or ``{"mapping": {name: value, ...}}`` for a dict
@@ -40,8 +40,8 @@ N x (p + C) numbers.  Kernel models fitted with ``kernel="precomputed"``
 (graphs), a callable kernel or ``approximation="nystroem"`` are not saved:
 the first cannot predict new points at all, the others hold Python objects.
 
-Adding an estimator means adding its class and attribute names to
-:data:`FITTED_ATTRIBUTES`.
+Adding an estimator means adding its class to :data:`CLASSES` (scikit-learn's
+``StandardScaler`` has its attribute names in :data:`SCALER_ATTRIBUTES`).
 """
 
 import json
@@ -55,45 +55,24 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from ._files import atomic_write
-from ._kernel import KernelRobustGaussianMixture, KernelRobustKMeans
-from ._kmeans import RobustKMeans
-from ._mixture import RobustGaussianMixture
+from ._estimators import (
+    KernelRobustGaussianMixture,
+    KernelRobustKMeans,
+    RobustGaussianMixture,
+    RobustKMeans,
+)
 
 FORMAT = "robustclust-model"
 FORMAT_VERSION = 1
 _META_KEY = "__robustclust_model__"
 
-#: Fitted attributes stored per estimator class: those needed by predict,
-#: transform, score and friends on new data, and the fit's summary numbers.
-#: ``feature_names_in_`` is stored when present (fitted on named columns).
-FITTED_ATTRIBUTES = {
-    RobustKMeans: (
-        "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
-        "objective_", "n_iter_", "n_features_in_", "_offset", "_n_features_out",
-    ),
-    RobustGaussianMixture: (
-        "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
-        "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
-        "converged_", "n_features_in_", "_offset", "_covar_floor",
-    ),
-    KernelRobustKMeans: (
-        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
-        "_kernel_kw", "gamma_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
-        "objective_", "n_iter_", "n_features_in_",
-    ),
-    KernelRobustGaussianMixture: (
-        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
-        "_kernel_kw", "gamma_", "weights_", "variance_", "feature_dim_", "_covar_floor",
-        "lambda_", "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
-        "n_features_in_",
-    ),
-    StandardScaler: ("mean_", "var_", "scale_", "n_samples_seen_", "n_features_in_"),
-}
-#: Stored when the estimator has them: column names (fitted on named
-#: columns), the centres of a linear-kernel model.
-OPTIONAL_ATTRIBUTES = ("feature_names_in_", "cluster_centers_")
+#: The estimator classes a model file can hold (they rebuild themselves from
+#: ``fitted_state()``), and the attributes stored for a StandardScaler step.
+CLASSES = (RobustKMeans, RobustGaussianMixture, KernelRobustKMeans,
+           KernelRobustGaussianMixture)
+SCALER_ATTRIBUTES = ("mean_", "var_", "scale_", "n_samples_seen_", "n_features_in_")
 _KERNEL_CLASSES = (KernelRobustKMeans, KernelRobustGaussianMixture)
-_CLASSES = {cls.__name__: cls for cls in FITTED_ATTRIBUTES}
+_CLASSES = {cls.__name__: cls for cls in CLASSES + (StandardScaler,)}
 
 
 class ModelFileError(ValueError):
@@ -219,20 +198,21 @@ def _spec(estimator, prefix, arrays):
                       for i, (name, step) in enumerate(steps)],
         }
     cls = type(estimator)
-    if cls not in FITTED_ATTRIBUTES:
+    if cls.__name__ not in _CLASSES or _CLASSES[cls.__name__] is not cls:
         supported = ", ".join(sorted(_CLASSES)) + ", Pipeline"
         raise TypeError(f"cannot save a {cls.__name__}: model files hold {supported}")
     check_is_fitted(estimator)
     _check_savable(estimator)
-    names = FITTED_ATTRIBUTES[cls] + tuple(
-        a for a in OPTIONAL_ATTRIBUTES
-        if a not in FITTED_ATTRIBUTES[cls] and getattr(estimator, a, None) is not None)
+    if cls is StandardScaler:
+        fitted = {a: getattr(estimator, a) for a in SCALER_ATTRIBUTES + ("feature_names_in_",)
+                  if hasattr(estimator, a)}
+    else:
+        fitted = estimator.fitted_state()
     return {
         "class": cls.__name__,
         "params": {k: _value(v, f"{prefix}param:{k}", arrays)
                    for k, v in estimator.get_params(deep=False).items()},
-        "attributes": {a: _value(getattr(estimator, a), f"{prefix}{a}", arrays)
-                       for a in names},
+        "attributes": {a: _value(v, f"{prefix}{a}", arrays) for a, v in fitted.items()},
     }
 
 
@@ -316,14 +296,20 @@ def _build(spec, npz):
     if unknown:
         raise ModelFileError(
             f"holds {name} parameters this robustclust does not know: {sorted(unknown)}")
-    estimator = cls(**{k: _restore(v, npz) for k, v in spec["params"].items()})
-    attributes = spec["attributes"]
-    missing = [a for a in FITTED_ATTRIBUTES[cls] if a not in attributes]
-    if missing:
-        raise ModelFileError(f"is corrupted: {name} lacks the fitted attributes {missing}")
-    for attr, value in attributes.items():
-        setattr(estimator, attr, _restore(value, npz))
-    return estimator
+    params = {k: _restore(v, npz) for k, v in spec["params"].items()}
+    attributes = {k: _restore(v, npz) for k, v in spec["attributes"].items()}
+    if cls is StandardScaler:
+        missing = [a for a in SCALER_ATTRIBUTES if a not in attributes]
+        if missing:
+            raise ModelFileError(f"is corrupted: {name} lacks the fitted attributes {missing}")
+        estimator = cls(**params)
+        for attr, value in attributes.items():
+            setattr(estimator, attr, value)
+        return estimator
+    try:
+        return cls.from_fitted_state(params, attributes)
+    except ValueError as exc:
+        raise ModelFileError(f"is corrupted: {name} {exc}") from None
 
 
 def _restore(value, npz):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from ._selection import kmeans_solution, lambda_grid, lambda_max
+from ._core.selection import kmeans_solution, lambda_grid
 
 
 @dataclass(frozen=True)
@@ -85,16 +85,13 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
     """
     start = time.perf_counter()
     est = clone(estimator).set_params(lam=None, n_outliers=None)
-    X, sample_weight, solver, inits = est._prepare(X, sample_weight)
-    state = kmeans_solution(solver, inits)
-    lam_max = lambda_max(solver, state)
+    problem = est.build_problem(X, sample_weight)
+    solver = problem.solver
     if not 0 < lambda_min_ratio < 1:
         raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}.")
-    if lambdas is None:
-        if not (isinstance(n_lambdas, (int, np.integer)) and n_lambdas >= 1):
-            raise ValueError(f"n_lambdas must be a positive integer, got {n_lambdas!r}.")
-        grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio)
-    else:
+    if lambdas is None and not (isinstance(n_lambdas, (int, np.integer)) and n_lambdas >= 1):
+        raise ValueError(f"n_lambdas must be a positive integer, got {n_lambdas!r}.")
+    if lambdas is not None:
         grid = np.asarray(lambdas, dtype=np.float64).ravel()
         if grid.size == 0 or np.any(np.isnan(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be a non-empty array of values >= 0.")
@@ -102,22 +99,36 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         if not solver.zero_lambda_ok and np.any(grid == 0):
             raise ValueError(f"lambdas must be > 0 for {type(estimator).__name__}: "
                              "lam = 0 makes its cost unbounded below.")
-    n = X.shape[0]
-    norms = np.zeros((len(grid), n))
-    counts = np.zeros(len(grid), dtype=np.intp)
-    objectives = np.zeros(len(grid))
-    iters = np.zeros(len(grid), dtype=np.intp)
-    centers = np.zeros((len(grid),) + state.centers.shape, dtype=state.centers.dtype)
-    for g, lam in enumerate(grid):
-        state = solver.run(state, lam)
-        shown, spent = state, state.n_iter
-        if est.weighted:
-            shown = solver.run(state, lam, weighted=True)
-            spent += shown.n_iter
-        norms[g, shown.outlier_index] = shown.outlier_magnitudes
-        counts[g] = shown.n_outliers
-        objectives[g] = shown.objective
-        iters[g] = spent
-        centers[g] = shown.centers + est._offset
+    with solver.blas():
+        state = kmeans_solution(solver, problem.inits)
+        lam_max = problem.user_lambda(solver.lambda_max(state))
+        if lambdas is None:
+            grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio)
+        n = solver.geometry.n_samples
+        norms = np.zeros((len(grid), n))
+        counts = np.zeros(len(grid), dtype=np.intp)
+        objectives = np.zeros(len(grid))
+        iters = np.zeros(len(grid), dtype=np.intp)
+        centers = None
+        for g, lam in enumerate(grid):
+            internal = lam / problem.lambda_unit
+            state = solver.run(state, internal)
+            shown, spent = state, state.n_iter
+            if est.weighted:
+                shown = solver.run(state, internal, weighted=True)
+                spent += shown.n_iter
+            norms[g] = problem.user_outlier_norms(shown)
+            counts[g] = shown.n_outliers
+            objectives[g] = problem.user_objective(shown.objective)
+            iters[g] = spent
+            user = problem.user_centers(shown)
+            if centers is None:
+                centers = np.zeros((len(grid),) + user.shape, dtype=_centre_dtype(solver))
+            centers[g] = user
     return RegularizationPath(grid, norms, counts, objectives, iters, centers,
                               float(lam_max), time.perf_counter() - start)
+
+
+def _centre_dtype(solver):
+    g = solver.geometry
+    return np.float64 if (g.kernel or solver.model.mixture) else g.dtype

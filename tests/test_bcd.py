@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from robustclust import RobustKMeans
-from robustclust._bcd import fuzzy_memberships
-from robustclust._penalties import make_penalty
+from robustclust._core.models import fuzzy_memberships
+from robustclust._core.penalties import make_penalty
 
 
 def _contaminated(seed, n_in=60, n_out=12, p=3, C=3):

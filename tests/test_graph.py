@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from sklearn.metrics import adjusted_rand_score
 
 from robustclust import KernelRobustKMeans
-from robustclust._kernel import _spectral_embedding
+from robustclust._estimators.kernels import spectral_embedding
 from robustclust.graph import NU_MARGIN, normalized_adjacency_kernel
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -78,7 +78,7 @@ def test_spectral_start_is_the_symmetric_laplacian_embedding():
     V = np.linalg.eigh(L)[1][:, :3]
     V /= np.linalg.norm(V, axis=1, keepdims=True)
     for nu in (None, 1.0, 5.0):
-        Y = _spectral_embedding(normalized_adjacency_kernel(E, nu=nu), 3)
+        Y = spectral_embedding(normalized_adjacency_kernel(E, nu=nu), 3)
         np.testing.assert_allclose(Y @ Y.T, V @ V.T, atol=1e-8)  # same rows up to a rotation
 
 

@@ -16,10 +16,11 @@ from robustclust import (
     RobustKMeans,
     regularization_path,
 )
-from robustclust._bcd import fuzzy_memberships
-from robustclust._kernel import _median_heuristic_gamma
-from robustclust._kernel_solver import KernelRKMSolver, KernelRPCSolver
-from robustclust._penalties import make_penalty
+from robustclust._core.geometry import KernelGeometry
+from robustclust._core.models import KMeansModel, MixtureModel, fuzzy_memberships
+from robustclust._core.penalties import make_penalty
+from robustclust._core.solver import Solver
+from robustclust._estimators.kernels import median_heuristic_gamma
 from robustclust.datasets import make_blobs_with_outliers, make_rings_with_outliers
 
 
@@ -107,8 +108,11 @@ def _krpc_direct(K, B0, pi0, var0, lam, P, weighted, eps, n_iter):
 def _full_A(state, N):
     """A = Delta S of a solver state, as the N x N matrix of the paper."""
     A = np.zeros((N, N))
-    for n, s, w in zip(state.outlier_index, state.outlier_shrink, state.outlier_weights):
-        A[:, n] = -s * (state.dual_coef @ w)
+    o = state.outliers
+    C = state.centers.shape[0]
+    W = np.eye(C)[o.weights] if o.weights.ndim == 1 else o.weights
+    for n, s, w in zip(o.index, o.shrink, W):
+        A[:, n] = -s * (state.centers.T @ w)
         A[n, n] += s
     return A
 
@@ -125,14 +129,14 @@ def test_fast_krkm_equals_algorithm_3_iterate_by_iterate(q, weighted):
     else:
         U0 = rng.dirichlet(np.ones(C), size=N)
     direct = _krkm_direct(K, U0, q, lam, weighted, eps, n_iter=8)
-    solver = KernelRKMSolver(K, np.ones(N), C, q, make_penalty("group"),
-                             make_penalty("group", True, eps), max_iter=1, tol=0.0, irls=False)
-    start = solver.init_state(np.full((N, C), 1.0 / N))
+    solver = Solver(KernelGeometry(K), KMeansModel(C, q, irls=False), make_penalty("group"),
+                    make_penalty("group", True, eps), max_iter=1, tol=0.0)
+    start = solver.init_state(np.full((C, N), 1.0 / N))
     state = replace(start, labels=U0.argmax(axis=1), memberships=None if q == 1 else U0)
     flagged = 0
     for B, A, U in direct:
         state = solver.run(state, lam, weighted=weighted)
-        np.testing.assert_allclose(state.dual_coef, B, atol=1e-10)
+        np.testing.assert_allclose(state.centers.T, B, atol=1e-10)
         np.testing.assert_allclose(_full_A(state, N), A, atol=1e-10)
         U_fast = (np.eye(C)[state.labels] if q == 1 else state.memberships)
         np.testing.assert_allclose(U_fast, U, atol=1e-10)
@@ -145,18 +149,19 @@ def test_fast_krpc_equals_algorithm_4_iterate_by_iterate(weighted):
     X, K, rng = _problem(1)
     N, C, eps = len(K), 3, 0.5
     lam = 2.0 if not weighted else 1.0
-    solver = KernelRPCSolver(K, C, make_penalty("group"), make_penalty("group", True, eps),
-                             dim=N, reg_covar=0.0, max_iter=1, tol=0.0)
+    solver = Solver(KernelGeometry(K), MixtureModel(C, "spherical", 0.0, dim=N),
+                    make_penalty("group"), make_penalty("group", True, eps), max_iter=1, tol=0.0)
     B0 = np.zeros((N, C))
     B0[rng.choice(N, C, replace=False), np.arange(C)] = 1
-    state = solver.init_state((B0, None))
-    direct = _krpc_direct(K, B0, state.weights, state.variance, lam, N, weighted, eps, 8)
+    state = solver.init_state((B0.T, None))
+    direct = _krpc_direct(K, B0, state.weights, state.covariance.value, lam, N, weighted, eps,
+                          8)
     flagged = 0
     for B, A, var, pi in direct:
         state = solver.run(state, lam, weighted=weighted)
-        np.testing.assert_allclose(state.dual_coef, B, atol=1e-9)
+        np.testing.assert_allclose(state.centers.T, B, atol=1e-9)
         np.testing.assert_allclose(_full_A(state, N), A, atol=1e-9)
-        assert state.variance == pytest.approx(var, rel=1e-9)
+        assert state.covariance.value == pytest.approx(var, rel=1e-9)
         np.testing.assert_allclose(state.weights, pi, atol=1e-12)
         flagged = max(flagged, state.n_outliers)
     assert flagged > 0
@@ -301,7 +306,7 @@ def test_precomputed_equals_rbf_and_gamma_default_is_median_heuristic():
     est = KernelRobustKMeans(3, kernel="rbf", lam=0.9, n_init=3, random_state=0).fit(X)
     d2 = ((X[:, None] - X[None]) ** 2).sum(-1)[np.triu_indices(len(X), 1)]
     assert est.gamma_ == pytest.approx(1.0 / np.median(d2))
-    assert _median_heuristic_gamma(X) == pytest.approx(est.gamma_)
+    assert median_heuristic_gamma(X) == pytest.approx(est.gamma_)
     pre = KernelRobustKMeans(3, kernel="precomputed", lam=0.9, n_init=3, random_state=0).fit(
         rbf_kernel(X, gamma=est.gamma_))
     np.testing.assert_array_equal(pre.labels_, est.labels_)

@@ -129,7 +129,7 @@ def test_restarts_escape_the_kmeans_local_minimum():
     # true clusters; the warm path from that solution keeps the split, the
     # cold restarts at the selected lambda (judged by the l0 cost of eq. (3))
     # do not.
-    from robustclust._selection import (
+    from robustclust._core.selection import (
         _CountSearch,
         kmeans_solution,
         lambda_grid,
@@ -140,14 +140,14 @@ def test_restarts_escape_the_kmeans_local_minimum():
     rng = np.random.default_rng(0)
     angle, radius = rng.uniform(0, 2 * np.pi, 40), rng.uniform(8, 12, 40)
     X = np.vstack([data.X, np.c_[radius * np.cos(angle), radius * np.sin(angle)]])
-    est = RobustKMeans(4, n_outliers=40)
-    _, _, solver, _ = est._prepare(X, None)   # the solver sees X minus est._offset
-    inits = [c - est._offset for c in [data.centers.copy()] + [
+    problem = RobustKMeans(4, n_outliers=40).build_problem(X)
+    solver, offset = problem.solver, problem.offset  # the solver sees X minus the offset
+    inits = [c - offset for c in [data.centers.copy()] + [
         X[np.random.default_rng(s).choice(len(X), 4, replace=False)] for s in range(5)]]
 
     def right(M):
         """Every true cluster has its own centre, within 1 of its mean."""
-        dist = np.linalg.norm(M[:, None] + est._offset - data.centers[None], axis=-1)
+        dist = np.linalg.norm(M[:, None] + offset - data.centers[None], axis=-1)
         return sorted(dist.argmin(axis=1)) == [0, 1, 2, 3] and dist.min(axis=1).max() < 1.0
 
     km = kmeans_solution(solver, inits)
@@ -227,9 +227,9 @@ def test_l0_cost_for_restarts_uses_the_weights():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(50, 2)), [[6.0, 0.0], [0.0, 9.0]]])
     w = np.r_[np.ones(50), 100.0, 1.0]
-    est = RobustKMeans(1, lam=1.0)
-    _, w, solver, _ = est._prepare(X, w)   # the solver sees X minus est._offset
-    state = solver.init_state(-est._offset[None])
+    problem = RobustKMeans(1, lam=1.0).build_problem(X, w)
+    solver = problem.solver  # the solver sees X minus problem.offset
+    state = solver.init_state(-problem.offset[None])
     d2 = (X**2).sum(1)
     expected = np.dot(w, d2) - w[50] * d2[50]
     assert solver.trimmed_cost(state, 1) == pytest.approx(expected)

@@ -10,8 +10,8 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.mixture import GaussianMixture
 
 from robustclust import RobustGaussianMixture, regularization_path
-from robustclust._mixture_solver import Covariance
-from robustclust._penalties import make_penalty
+from robustclust._core.covariance import Covariance
+from robustclust._core.penalties import make_penalty
 from robustclust.datasets import make_blobs_with_outliers
 from robustclust.metrics import center_rmse, outlier_precision_recall
 
@@ -47,13 +47,14 @@ def test_infinite_lambda_full_is_sklearn_tied(seed):
     ours = RobustGaussianMixture(3, lam=np.inf, covariance_type="full", init=M0, n_init=1,
                                  tol=0, max_iter=40, reg_covar=0).fit(X)
     # the same initial parameters: nearest-mean proportions and pooled covariance
-    est = RobustGaussianMixture(3, covariance_type="full", reg_covar=0)
-    _, _, solver, _ = est._prepare(X)        # the solver sees X minus est._offset
-    M, w, cov = solver.params_from_means(M0 - est._offset)
+    problem = RobustGaussianMixture(3, covariance_type="full", reg_covar=0).build_problem(X)
+    solver = problem.solver                  # the solver sees X minus problem.offset
+    _, w, cov = solver.model.initial_parameters(solver, M0 - problem.offset)
+    M, cov = M0 - problem.offset, cov.value
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = GaussianMixture(3, covariance_type="tied", weights_init=w,
-                              means_init=M + est._offset,
+                              means_init=M + problem.offset,
                               precisions_init=np.linalg.inv(cov), max_iter=40, tol=0,
                               reg_covar=0).fit(X)
     np.testing.assert_allclose(ours.means_, ref.means_, atol=1e-10)

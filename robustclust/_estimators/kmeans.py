@@ -1,4 +1,4 @@
-"""Robust (soft, weighted) K-means: the estimator."""
+"""Robust (soft, weighted) K-means: the estimator (Algorithms 1 and 3's linear case)."""
 
 import math
 import warnings
@@ -7,7 +7,6 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import (
-    BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     ClusterMixin,
     TransformerMixin,
@@ -15,23 +14,19 @@ from sklearn.base import (
 )
 from sklearn.cluster import kmeans_plusplus
 from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_array,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted, validate_data
 
-from ._base import centre, check_outlier_params, store_outliers
-from ._bcd import RKMSolver
-from ._penalties import make_penalty
-from ._selection import default_lambda, fit_lambda
+from .._core.backend import asarray, namespace, to_numpy
+from .._core.geometry import LinearGeometry
+from .._core.models import KMeansModel
+from .._core.penalties import make_penalty
+from .._core.solver import Solver
+from .base import RobustEstimator, internal_units, state_from
 
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
-                   BaseEstimator):
+                   RobustEstimator):
     """Robust K-means with outlier-sparsity regularization.
 
     Clusters the data and flags its outliers in one pass by minimizing
@@ -239,76 +234,99 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- set-up shared by fit and regularization_path ----------------------------
-    def _validate_X(self, X, reset):
-        return validate_data(self, X, reset=reset, accept_sparse="csr",
-                             dtype=[np.float64, np.float32], order="C",
-                             accept_large_sparse=False)
+    _default_lambda_description = "flags about 0.1% of Gaussian inliers"
+    _fitted_state_names = (
+        "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
+        "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
+    )
 
-    def _check_params_vs_input(self, X):
-        self._target = check_outlier_params(self, X.shape[0], self.n_clusters)
+    # -- the hooks of the fit template ----------------------------------------------------
+    def _validate_input(self, X, sample_weight, reset):
+        return validate_linear_input(self, X, sample_weight, reset)
+
+    def _check_init(self, X):
         self._n_init = self.n_init
-        if not isinstance(self.init, str):
-            init = check_array(self.init, dtype=[np.float64, np.float32],
-                               ensure_all_finite=False, input_name="init")
-            if init.shape != (self.n_clusters, X.shape[1]):
-                raise ValueError(
-                    f"The shape of the initial centres {init.shape} does not match "
-                    f"the number of clusters and features "
-                    f"({self.n_clusters}, {X.shape[1]}).")
-            if not np.all(np.isfinite(init)):
-                raise ValueError("The initial centres contain NaN or infinity.")
-            if self.n_init != 1:
-                warnings.warn(
-                    "Explicit initial centres were given: performing one "
-                    f"initialisation instead of n_init={self.n_init}.",
-                    RuntimeWarning, stacklevel=3)
-                self._n_init = 1
+        if isinstance(self.init, str):
+            return
+        init = check_array(self.init, dtype=[np.float64, np.float32], ensure_all_finite=False,
+                           input_name="init")
+        if init.shape != (self.n_clusters, X.shape[1]):
+            raise ValueError(
+                f"The shape of the initial centres {init.shape} does not match "
+                f"the number of clusters and features "
+                f"({self.n_clusters}, {X.shape[1]}).")
+        if not np.all(np.isfinite(init)):
+            raise ValueError("The initial centres contain NaN or infinity.")
+        if self.n_init != 1:
+            warnings.warn(
+                "Explicit initial centres were given: performing one "
+                f"initialisation instead of n_init={self.n_init}.",
+                RuntimeWarning, stacklevel=5)
+            self._n_init = 1
 
-    def _initial_centers(self, X, sample_weight, rng):
-        if not isinstance(self.init, str):
-            return np.array(self.init, dtype=X.dtype) - self._offset
-        if self.init == "k-means++":
-            centers, _ = kmeans_plusplus(X, self.n_clusters, sample_weight=sample_weight,
-                                         random_state=rng)
-            return centers.astype(X.dtype, copy=False)
-        positive = sample_weight > 0
-        p = np.where(positive, sample_weight, 0.0)
-        if positive.sum() < self.n_clusters:
-            p = None
-        else:
-            p = p / p.sum()
-        idx = rng.choice(X.shape[0], self.n_clusters, replace=False, p=p)
-        centers = X[idx].toarray() if sp.issparse(X) else X[idx]
-        return np.array(centers, dtype=X.dtype)
+    def _make_geometry(self, X, sample_weight):
+        Xi, self._offset, self._scale = internal_units(X)
+        return LinearGeometry(Xi), {"offset": self._offset, "scale": self._scale,
+                                    "lambda_unit": self._scale,
+                                    "objective_unit": self._scale**2}
 
-    def _penalties(self, X, sample_weight):
+    @property
+    def _lambda_unit(self):
+        return self._scale
+
+    def _make_model(self, geometry):
+        return KMeansModel(self.n_clusters, self.q)
+
+    def _make_penalties(self, geometry, sample_weight):
+        """The convex penalty and its log variant (eps in internal units: ``self._eps``)."""
         if self.eps is not None:
-            eps = float(self.eps)
+            eps = float(self.eps) / self._scale
         elif not self.weighted:
             eps = None
         else:
-            mean = np.asarray(sample_weight @ X).ravel() / sample_weight.sum()
-            sq = np.asarray(sample_weight @ (X.multiply(X) if sp.issparse(X) else X * X))
-            total_var = max(float(sq.sum() / sample_weight.sum() - mean @ mean), 0.0)
-            eps = 1e-3 * math.sqrt(total_var) if total_var > 0 else 1e-3
-        return (make_penalty(self.penalty), make_penalty(self.penalty, True, eps), eps)
+            eps = default_eps(geometry.X, sample_weight)
+        self._eps = eps
+        return make_penalty(self.penalty), make_penalty(self.penalty, True, eps)
 
-    def _prepare(self, X, sample_weight, reset=True):
-        """Validated data, weights, a solver and the initial centres."""
-        X = self._validate_X(X, reset=reset)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
-        self._check_params_vs_input(X)
-        penalty, log_penalty, self._eps = self._penalties(X, sample_weight)
-        X, self._offset = centre(X)
-        solver = RKMSolver(X, sample_weight, self.n_clusters, self.q, penalty,
-                           log_penalty, self.max_iter, self.tol, self.verbose)
-        rng = check_random_state(self.random_state)
-        inits = [self._initial_centers(X, sample_weight, rng) for _ in range(self._n_init)]
-        return X, sample_weight, solver, inits
+    def _initializations(self, solver, X, sample_weight, rng):
+        g = solver.geometry
+        if not isinstance(self.init, str):
+            init = (np.asarray(self.init, dtype=np.float64) - to_numpy(self._offset)) / self._scale
+            return [asarray(init, g.xp, like=g.sq_norms, dtype=g.dtype)]
+        Xh = to_numpy(g.X, g.xp)
+        w = np.asarray(to_numpy(sample_weight, g.xp), dtype=np.float64)
+        return [asarray(initial_centers(Xh, w, self.n_clusters, self.init, rng), g.xp,
+                        like=g.sq_norms) for _ in range(self._n_init)]
 
-    # -- fit ---------------------------------------------------------------------
+    def _store_model(self, problem, state):
+        solver = problem.solver
+        g = solver.geometry
+        dtype = problem.dtype
+        n = g.n_samples
+        self.cluster_centers_ = _as_dtype(problem.user_centers(state), dtype)
+        if state.memberships is None:
+            U = np.zeros((n, self.n_clusters), dtype=dtype)
+            U[np.arange(n), np.asarray(to_numpy(state.labels, g.xp))] = 1
+        else:
+            U = _as_dtype(to_numpy(state.memberships, g.xp), dtype)
+        self.memberships_ = U
+        self.outlier_vectors_ = outlier_matrix(problem, state, dtype)
+        self.eps_ = None if self._eps is None else self._eps * problem.scale
+        self._n_features_out = self.n_clusters
+
+    def _new_point_solver(self, X):
+        Xi, _, _ = internal_units(X, self._offset, self._scale)
+        g = LinearGeometry(Xi)
+        eps = None if self.eps_ is None else self.eps_ / self._scale
+        solver = Solver(g, KMeansModel(self.n_clusters, self.q), make_penalty(self.penalty),
+                        make_penalty(self.penalty, True, eps), max_iter=self.max_iter,
+                        tol=self.tol)
+        centers = (np.asarray(self._fitted("cluster_centers_"), dtype=np.float64)
+                   - to_numpy(self._offset)) / self._scale
+        centers = asarray(centers, g.xp, like=g.sq_norms, dtype=g.dtype)
+        return solver, state_from(centers)
+
+    # -- fit ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Cluster X and flag its outliers.
@@ -326,44 +344,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         self : RobustKMeans
         """
-        X, sample_weight, solver, inits = self._prepare(X, sample_weight)
-        lam, lam_unweighted, state = fit_lambda(
-            solver, inits, lam=None if self.lam is None else float(self.lam),
-            target=self._target, weighted=self.weighted,
-            default_lam=lambda st: self._default_lambda(X, sample_weight, solver, st))
-        self._store(X, state, lam, lam_unweighted)
-        return self
+        return self._fit(X, sample_weight)
 
-    def _default_lambda(self, X, sample_weight, solver, state):
-        return default_lambda(solver.nearest_sq_dists(state.centers), sample_weight,
-                              X.shape[1], self.penalty)
-
-    def _store(self, X, state, lam, lam_unweighted):
-        n, p = X.shape
-        store_outliers(self, state, lam, lam_unweighted, n, p, X.dtype)
-        self.cluster_centers_ = (state.centers + self._offset).astype(X.dtype, copy=False)
-        if state.memberships is None:
-            U = np.zeros((n, self.n_clusters), dtype=X.dtype)
-            U[np.arange(n), state.labels] = 1
-        else:
-            U = state.memberships.astype(X.dtype, copy=False)
-        self.memberships_ = U
-        self.eps_ = self._eps
-        self._n_features_out = self.n_clusters
-
-    # -- new points ----------------------------------------------------------------
-    def _assign(self, X):
-        """Per-point training steps for new points with the fitted centres."""
-        check_is_fitted(self)
-        X, _ = centre(self._validate_X(X, reset=False), self._offset)
-        solver = RKMSolver(X, np.ones(X.shape[0]), self.n_clusters, self.q,
-                           make_penalty(self.penalty),
-                           make_penalty(self.penalty, True, self.eps_), self.max_iter, self.tol)
-        stages = [(self.unweighted_lambda_, False)]
-        if self.weighted:
-            stages.append((self.lambda_, True))
-        return X, solver.assign(self.cluster_centers_ - self._offset, stages)
-
+    # -- new points ------------------------------------------------------------------------
     def predict(self, X):
         """Nearest cluster of each point, -1 where it would be flagged.
 
@@ -379,10 +362,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         labels : ndarray of shape (n_samples,)
         """
-        _, (labels, _, index, _, _) = self._assign(X)
-        labels = labels.astype(np.intp, copy=True)
-        labels[index] = -1
-        return labels
+        _, state = self._assign(X)
+        return self._labels_of(state, X)
 
     def outlier_norms(self, X):
         """Outlier score ||o||_2 that new points would receive (0 for inliers).
@@ -398,10 +379,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         norms : ndarray of shape (n_samples,)
         """
-        X, (_, _, index, vals, _) = self._assign(X)
-        norms = np.zeros(X.shape[0], dtype=X.dtype)
-        norms[index] = np.linalg.norm(vals, axis=1)
-        return norms
+        solver, state = self._assign(X)
+        return self._outlier_norms_of(solver, state)
 
     def transform(self, X):
         """Euclidean distances to the cluster centres.
@@ -415,7 +394,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         distances : ndarray of shape (n_samples, n_clusters)
         """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X, _ = self._validate_input(X, None, reset=False)
         return euclidean_distances(X, self.cluster_centers_)
 
     def score(self, X, y=None, sample_weight=None):
@@ -434,13 +413,81 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         score : float
         """
-        X, (_, _, _, _, costs) = self._assign(X)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        return -float(np.dot(sample_weight, costs))
+        solver, state = self._assign(X)
+        X = state_input_rows(solver)
+        sample_weight = _check_sample_weight(to_numpy(sample_weight), X, dtype=np.float64)
+        costs = np.asarray(to_numpy(state.point_costs, solver.xp), dtype=np.float64)
+        return -float(np.dot(sample_weight, costs)) * self._scale**2
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.array_api_support = True
         return tags
 
+
+def validate_linear_input(estimator, X, sample_weight, reset):
+    """X as float64/float32 (dense C-ordered of its namespace, or CSR); the weights."""
+    xp, is_numpy = namespace(X) if hasattr(X, "shape") and not hasattr(X, "iloc") \
+        else (np, True)
+    dtype = [np.float64, np.float32] if is_numpy else [xp.float64, xp.float32]
+    X = validate_data(estimator, X, reset=reset, accept_sparse="csr", dtype=dtype, order="C",
+                      accept_large_sparse=False)
+    if sample_weight is not None or reset:
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=dtype[0],
+                                             ensure_non_negative=True)
+    return X, sample_weight
+
+
+def state_input_rows(solver):
+    """An array with the new points' row count (for weight validation)."""
+    return np.empty((solver.geometry.n_samples, 0))
+
+
+def _as_dtype(array, dtype):
+    return np.asarray(array).astype(dtype, copy=False)
+
+
+def default_eps(X, sample_weight):
+    """1e-3 times the root-mean-square distance of the points to their (weighted) mean."""
+    xp, is_numpy = namespace(X)
+    if not is_numpy:
+        X, sample_weight = to_numpy(X, xp), to_numpy(sample_weight, xp)
+    mean = np.asarray(sample_weight @ X).ravel() / sample_weight.sum()
+    sq = np.asarray(sample_weight @ (X.multiply(X) if sp.issparse(X) else X * X))
+    total_var = max(float(sq.sum() / sample_weight.sum() - mean @ mean), 0.0)
+    return 1e-3 * math.sqrt(total_var) if total_var > 0 else 1e-3
+
+
+def initial_centers(X, sample_weight, n_clusters, init, rng):
+    """Initial centres: k-means++ seeding, or distinct points drawn by weight (NumPy X)."""
+    if init == "k-means++":
+        centers, _ = kmeans_plusplus(X, n_clusters, sample_weight=sample_weight,
+                                     random_state=rng)
+        return centers.astype(X.dtype, copy=False)
+    positive = sample_weight > 0
+    p = np.where(positive, sample_weight, 0.0)
+    if positive.sum() < n_clusters:
+        p = None
+    else:
+        p = p / p.sum()
+    idx = rng.choice(X.shape[0], n_clusters, replace=False, p=p)
+    centers = X[idx].toarray() if sp.issparse(X) else X[idx]
+    return np.array(centers, dtype=X.dtype)
+
+
+def outlier_matrix(problem, state, dtype):
+    """The outlier matrix O in the user's units, CSR: memory grows with the outliers."""
+    solver = problem.solver
+    g = solver.geometry
+    n, p = g.n_samples, g.dim
+    o = state.outliers
+    if o.count == 0:
+        return sp.csr_matrix((n, p), dtype=dtype)
+    index = np.asarray(to_numpy(o.index, solver.xp))
+    vals = np.asarray(to_numpy(g.outlier_rows(o, state.centers), solver.xp)) * problem.scale
+    O = sp.csr_matrix((np.ravel(vals), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
+                      shape=(n, p), dtype=dtype)
+    O.eliminate_zeros()
+    return O

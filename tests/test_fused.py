@@ -1,13 +1,13 @@
-"""The compiled hard-RKM pass equals its numpy definition, and the fused
-solver path (large N) gives the same fits as the numpy path (small N)."""
+"""The compiled hard-RKM pass equals its NumPy definition, and the fused
+solver path (large N) gives the same fits as the array path (small N)."""
 
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-import robustclust._bcd as bcd
+import robustclust._core._fused as fused_module
 from robustclust import RobustKMeans
-from robustclust._kernels import hard_pass
+from robustclust._core._fused import hard_pass
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -18,10 +18,12 @@ def test_hard_pass_matches_numpy(dtype):
     w = rng.uniform(0.5, 2.0, size=1003)
     prev = rng.integers(5, size=1003)
     sq = (X.astype(np.float64) ** 2).sum(1)
-    r2, labels, best, sums, weights = hard_pass(X, M, sq, w, prev, n_threads=3, chunk_rows=64)
+    out = hard_pass(X, M, sq, w, prev, n_threads=3, chunk_rows=64)
+    labels, best, sums, weights = out["labels"], out["costs"], out["sums"], out["weights"]
     D = ((X[:, None, :].astype(np.float64) - M[None].astype(np.float64)) ** 2).sum(-1)
     tol = 1e-9 if dtype == np.float64 else 1e-3
-    np.testing.assert_allclose(r2, D[np.arange(1003), prev], rtol=tol, atol=tol)
+    np.testing.assert_array_equal(out["ref"], prev)
+    assert not out["shrink"].any()  # lam = inf: no outliers
     np.testing.assert_array_equal(labels, D.argmin(1))
     np.testing.assert_allclose(best, D.min(1), rtol=tol, atol=tol)
     onehot = np.eye(5)[labels] * w[:, None]
@@ -29,7 +31,7 @@ def test_hard_pass_matches_numpy(dtype):
     np.testing.assert_allclose(weights, onehot.sum(0))
 
 
-def _large(seed=0, n=bcd.FUSED_MIN_ROWS + 5000, p=5, C=4):
+def _large(seed=0, n=fused_module.FUSED_MIN_ROWS + 5000, p=5, C=4):
     rng = np.random.default_rng(seed)
     means = rng.normal(scale=6.0, size=(C, p))
     X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p))
@@ -43,7 +45,7 @@ def test_fused_path_equals_numpy_path(monkeypatch, penalty):
     w = np.random.default_rng(1).uniform(0.5, 1.5, size=len(X))
     kw = dict(lam=8.0, init=X[200:204], n_init=1, tol=1e-10, penalty=penalty)
     fused = RobustKMeans(4, **kw).fit(X, sample_weight=w)
-    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
     plain = RobustKMeans(4, **kw).fit(X, sample_weight=w)
     np.testing.assert_array_equal(fused.labels_, plain.labels_)
     np.testing.assert_allclose(fused.cluster_centers_, plain.cluster_centers_, rtol=1e-9, atol=1e-9)
@@ -68,9 +70,9 @@ def test_fused_path_equals_numpy_path_along_a_warm_started_path(monkeypatch, kw)
     from robustclust.datasets import make_blobs_with_outliers
     X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
     est = RobustKMeans(4, random_state=0, n_init=2, **kw)
-    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 0)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 0)
     fused = regularization_path(est, X, n_lambdas=25)
-    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
     plain = regularization_path(est, X, n_lambdas=25)
     np.testing.assert_array_equal(fused.n_outliers, plain.n_outliers)
     np.testing.assert_array_equal(fused.n_iter, plain.n_iter)
@@ -84,10 +86,10 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
     w = np.random.default_rng(0).uniform(0.5, 2, size=len(X))
     est = RobustKMeans(4, random_state=0, n_init=3, **kw)
-    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 0)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 0)
     fused = est.fit(X, sample_weight=w)
     fused_hist, fused_labels = fused.objective_history_, fused.labels_
-    monkeypatch.setattr(bcd, "FUSED_MIN_ROWS", 10**9)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
     plain = RobustKMeans(4, random_state=0, n_init=3, **kw).fit(X, sample_weight=w)
     np.testing.assert_array_equal(fused_labels, plain.labels_)
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)

@@ -1,19 +1,22 @@
-"""Kernel robust K-means and kernel RPC: the estimators (Section IV of the paper)."""
+"""Kernel robust K-means and kernel RPC: the estimators (Section IV of the paper).
+
+Both run the solver core on a :class:`~robustclust._core.geometry.KernelGeometry`
+(the centred kernel matrix), with the same models as the linear estimators:
+with a linear kernel the iterates are those of :class:`RobustKMeans` and of
+spherical :class:`RobustGaussianMixture`.  Kernel evaluation, checks and the
+feature-space starts are in :mod:`robustclust._estimators.kernels`.
+"""
 
 import math
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import stats
-from scipy.linalg import eigh
-from scipy.sparse.linalg import eigsh
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.base import ClusterMixin, _fit_context
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
-from sklearn.metrics.pairwise import euclidean_distances, pairwise_kernels
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_array,
@@ -21,30 +24,30 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import check_outlier_params, store_outlier_summary
-from ._kernel_solver import KernelRKMSolver, KernelRPCSolver
-from ._kmeans import RobustKMeans
-from ._mixture import RobustGaussianMixture
-from ._penalties import make_penalty
-from ._selection import (
-    DEFAULT_FALSE_ALARM,
-    OutlierCountWarning,
-    default_lambda,
-    fit_lambda,
-    robust_distance_threshold,
+from .._core.covariance import Covariance
+from .._core.geometry import KernelGeometry
+from .._core.models import KMeansModel, MixtureModel
+from .._core.penalties import make_penalty
+from .._core.selection import OutlierCountWarning
+from .._core.solver import Solver
+from .base import RobustEstimator, state_from
+from .kernels import (
+    EXPLICIT_FEATURES,
+    SKLEARN_NAMES,
+    RowsKernel,
+    centring,
+    check_kernel_matrix,
+    coefficients_from_labels,
+    evaluate_kernel,
+    kernel_diagonal,
+    kmeans_plusplus_indices,
+    median_heuristic_gamma,
+    spectral_embedding,
 )
+from .kmeans import RobustKMeans
+from .mixture import RobustGaussianMixture
 
-#: Kernels whose feature space is R^p: the chi^2 rules of the linear estimators apply.
-_EXPLICIT_FEATURES = ("linear", "cosine")
-_SKLEARN_NAMES = {"rbf": "rbf", "poly": "polynomial", "linear": "linear", "cosine": "cosine"}
-#: Rows of the median heuristic's subsample.
-_GAMMA_SAMPLE = 1000
-#: Relative tolerance of the symmetry and positive semidefiniteness checks.
-_PSD_RTOL = 1e-8
-#: Above this many points the spectral start uses ARPACK instead of a dense eigensolver.
-_DENSE_EIGH_MAX = 2000
-
-_KERNEL_CONSTRAINTS = {
+KERNEL_CONSTRAINTS = {
     "kernel": [StrOptions({"rbf", "poly", "linear", "cosine", "precomputed"}), callable],
     "gamma": [Interval(Real, 0, None, closed="neither"), None],
     "degree": [Interval(Integral, 1, None, closed="left")],
@@ -53,110 +56,15 @@ _KERNEL_CONSTRAINTS = {
     "approximation": [StrOptions({"nystroem"}), None],
     "n_landmarks": [Interval(Integral, 1, None, closed="left")],
 }
+#: The named kernels (the command line offers the same).
+NAMED_KERNELS = ("rbf", "poly", "linear", "cosine")
 
 
-def check_kernel_matrix(K, shift=False):
-    """Check that a precomputed kernel matrix is symmetric positive semidefinite.
+class _KernelEstimator(RobustEstimator):
+    """Kernel matrices, their checks, initialisations and the rows of new points."""
 
-    Asymmetry above 1e-8 ||K||_max, or a smallest eigenvalue below
-    -1e-8 ||K||_2, is an error; with ``shift=True`` a negative smallest
-    eigenvalue is instead removed by adding -lambda_min to the diagonal
-    (every distance between distinct points grows by 2 |lambda_min|).
-    Returns the (symmetrized, possibly shifted) matrix.
-    """
-    K = np.asarray(K, dtype=np.float64)
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(f"A precomputed kernel must be a square matrix; got shape {K.shape}.")
-    scale = float(np.abs(K).max()) if K.size else 0.0
-    asym = float(np.abs(K - K.T).max()) if K.size else 0.0
-    if asym > _PSD_RTOL * max(scale, 1e-300):
-        raise ValueError(f"The kernel matrix is not symmetric (max |K - K^T| = {asym:.3g}).")
-    K = (K + K.T) / 2.0
-    vals = eigh(K, eigvals_only=True, subset_by_index=[0, 0]) if len(K) else np.zeros(1)
-    top = eigh(K, eigvals_only=True, subset_by_index=[len(K) - 1, len(K) - 1]) \
-        if len(K) else np.zeros(1)
-    lam_min = float(vals[0])
-    if lam_min < -_PSD_RTOL * max(abs(float(top[0])), 1e-300):
-        if not shift:
-            raise ValueError(
-                f"The kernel matrix is not positive semidefinite: its smallest eigenvalue "
-                f"is {lam_min:.3g}. Use a valid kernel, or psd_shift=True to add "
-                f"{-lam_min:.3g} to its diagonal.")
-        K = K + (-lam_min) * np.eye(len(K))
-    return K
-
-
-def _median_heuristic_gamma(X):
-    """gamma = 1 / median_{i<j} ||x_i - x_j||^2 over (a fixed subsample of) X."""
-    if X.shape[0] > _GAMMA_SAMPLE:
-        X = X[np.random.RandomState(0).choice(X.shape[0], _GAMMA_SAMPLE, replace=False)]
-    D = euclidean_distances(X, squared=True)
-    d = D[np.triu_indices(len(X), 1)]
-    d = d[d > 0]
-    med = float(np.median(d)) if len(d) else 0.0
-    return 1.0 / med if med > 0 else 1.0
-
-
-def _centring(K):
-    """Column means and grand mean of K; centring K (H K H) changes no distance."""
-    col = K.mean(axis=0)
-    return col, float(col.mean())
-
-
-def _spectral_embedding(K, n_clusters):
-    """Rows of the top ``n_clusters`` eigenvectors of K, scaled to unit length.
-
-    The spectral relaxation of kernel K-means on K (Dhillon, Guan and Kulis,
-    2004): max tr(Y^T K Y) over orthonormal Y is attained by the leading
-    eigenvectors of K; their rows are normalized as in Ng, Jordan and Weiss
-    and then clustered with K-means.  For the graph kernel
-    K = nu I + D^{-1/2} E D^{-1/2} these are the eigenvectors of the C
-    smallest eigenvalues of the symmetric Laplacian L = I - D^{-1/2} E D^{-1/2}
-    whatever nu is: the paper's spectral start (Section VI-C).  K is used
-    uncentred, as the relaxation needs.
-    """
-    n = len(K)
-    if n <= _DENSE_EIGH_MAX:
-        _, V = eigh(K, subset_by_index=[n - n_clusters, n - 1])
-    else:
-        _, V = eigsh(K, k=n_clusters, which="LA", v0=np.ones(n))
-    norms = np.linalg.norm(V, axis=1, keepdims=True)
-    return V / np.where(norms > 0, norms, 1.0)
-
-
-def _kmeans_plusplus_indices(kdiag, K, n_clusters, sample_weight, rng):
-    """Greedy k-means++ seeding on feature-space distances; returns point indices.
-
-    As scikit-learn's ``kmeans_plusplus`` (2 + log C candidates per step,
-    the one that most reduces the potential is kept), with
-    ||phi_i - phi_j||^2 = K_ii + K_jj - 2 K_ij.
-    """
-    n = len(kdiag)
-    n_trials = 2 + int(math.log(n_clusters))
-    p = sample_weight / sample_weight.sum()
-    first = rng.choice(n, p=p)
-    centres = [first]
-    closest = np.maximum(kdiag + kdiag[first] - 2.0 * K[first], 0.0)
-    potential = float(sample_weight @ closest)
-    for _ in range(1, n_clusters):
-        if potential <= 0:
-            rest = np.setdiff1d(np.arange(n), centres)
-            centres.append(int(rng.choice(rest)))
-            continue
-        cum = np.cumsum(sample_weight * closest)
-        cand = np.searchsorted(cum, rng.uniform(size=n_trials) * cum[-1])
-        cand = np.clip(cand, 0, n - 1)
-        d = np.maximum(kdiag[cand, None] + kdiag[None, :] - 2.0 * K[cand], 0.0)
-        new_closest = np.minimum(closest, d)
-        pots = new_closest @ sample_weight
-        best = int(np.argmin(pots))
-        centres.append(int(cand[best]))
-        closest, potential = new_closest[best], float(pots[best])
-    return np.array(centres)
-
-
-class _KernelEstimator(BaseEstimator):
-    """Kernel matrices, their checks, initialisations and prediction rows."""
+    _lambda_unit = 1.0
+    _scale = 1.0
 
     # -- the kernel ----------------------------------------------------------------
     def _validate_X(self, X, reset):
@@ -167,30 +75,23 @@ class _KernelEstimator(BaseEstimator):
                     "with the training points, which kernel='precomputed' does not give; "
                     "use labels_ for the training points or a kernel function.")
             return check_array(X, dtype=np.float64, input_name="K")
-        return validate_data(self, X, reset=reset, dtype=np.float64)
+        return validate_data(self, X, reset=reset, dtype=np.float64, accept_sparse="csr")
 
     def _kernel_args(self, X):
-        if callable(self.kernel) or self.kernel in ("linear", "cosine"):
+        if callable(self.kernel) or self.kernel in EXPLICIT_FEATURES:
             return {}
         gamma = self.gamma
         if gamma is None and self.kernel == "rbf":
-            gamma = _median_heuristic_gamma(X)
+            gamma = median_heuristic_gamma(X)
         if self.kernel == "rbf":
             return {"gamma": gamma}
         return {"gamma": gamma, "degree": self.degree, "coef0": self.coef0}
 
     def _pairwise(self, X, Y):
-        if callable(self.kernel):
-            return np.asarray(self.kernel(X, Y), dtype=np.float64)
-        return pairwise_kernels(X, Y, metric=_SKLEARN_NAMES[self.kernel], **self._kernel_kw)
-
-    def _kernel_diag(self, X, chunk=256):
-        """k(x, x) for the rows of X."""
-        return np.concatenate([np.diag(self._pairwise(X[i:i + chunk], X[i:i + chunk]))
-                               for i in range(0, X.shape[0], chunk)])
+        return evaluate_kernel(self.kernel, X, Y, getattr(self, "_kernel_kw", {}))
 
     def _training_kernel(self, X):
-        """Validated training kernel matrix (uncentred) and the resolved gamma."""
+        """Validated training kernel matrix (uncentred); sets ``gamma_``."""
         if self.kernel == "precomputed":
             if self.approximation is not None:
                 raise ValueError("approximation='nystroem' needs feature vectors; it cannot "
@@ -201,30 +102,45 @@ class _KernelEstimator(BaseEstimator):
         self._kernel_kw = self._kernel_args(X)
         self.gamma_ = self._kernel_kw.get("gamma")
         K = self._pairwise(X, X)
+        if not np.all(np.isfinite(K)):
+            raise ValueError("The kernel matrix has infinite or NaN entries (the data's "
+                             "magnitude overflows the kernel): rescale the data.")
         if callable(self.kernel):
             K = check_kernel_matrix(K, shift=self.psd_shift)
         return (K + K.T) / 2.0
 
     def _feature_dim(self, X):
         """P of the chi^2 and variance rules: p for explicit features, None otherwise."""
-        if not callable(self.kernel) and self.kernel in _EXPLICIT_FEATURES:
+        if not callable(self.kernel) and self.kernel in EXPLICIT_FEATURES:
             return X.shape[1]
         return None
 
     def _new_rows(self, X):
         """(k(x, x), centred kernel rows against the training points) for new X."""
         Kx = self._pairwise(X, self.X_fit_)
-        diag = self._kernel_diag(X)
+        diag = kernel_diagonal(self.kernel, X, self._kernel_kw)
         row = Kx.mean(axis=1)
         Kx = Kx - row[:, None] - self._kernel_col_mean + self._kernel_mean
         diag = diag - 2.0 * row + self._kernel_mean
         return diag, Kx
 
-    # -- initialisations -----------------------------------------------------------
-    def _check_init(self, n_samples, n_clusters):
+    # -- the hooks of the fit template ----------------------------------------------------
+    def _make_geometry(self, X, sample_weight):
+        K_raw = self._training_kernel(X)
+        self.X_fit_ = None if self.kernel == "precomputed" else X
+        self._kernel_col_mean, self._kernel_mean = centring(K_raw)
+        K = K_raw - self._kernel_col_mean[:, None] - self._kernel_col_mean + self._kernel_mean
+        self._embedding = None
+        if isinstance(self.init, str) and self.init == "spectral":
+            self._embedding = spectral_embedding(K_raw, self._n_clusters)
+        return KernelGeometry(K, self._feature_dim(X)), {"offset": 0.0, "scale": 1.0,
+                                                        "lambda_unit": 1.0}
+
+    def _check_init(self, X):
         self._n_init = self.n_init
         if isinstance(self.init, str):
             return
+        n_samples, n_clusters = X.shape[0], self._n_clusters
         labels = np.asarray(self.init)
         if labels.shape != (n_samples,) or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(
@@ -237,85 +153,76 @@ class _KernelEstimator(BaseEstimator):
             raise ValueError("Every cluster needs at least one point in the initial labels.")
         if self.n_init != 1:
             warnings.warn("Initial labels were given: performing one initialisation "
-                          f"instead of n_init={self.n_init}.", RuntimeWarning, stacklevel=4)
+                          f"instead of n_init={self.n_init}.", RuntimeWarning, stacklevel=5)
             self._n_init = 1
 
-    def _spectral_start(self, K_raw, n_clusters):
-        """The embedding of ``init="spectral"``, computed once per fit (None otherwise)."""
-        if isinstance(self.init, str) and self.init == "spectral":
-            return _spectral_embedding(K_raw, n_clusters)
-        return None
+    def _initial_coefficients(self, geometry, sample_weight, rng):
+        """Initial centre coefficients B^T (C, N) from ``init``: points or label means.
 
-    def _initial_coefficients(self, solver, K_raw, sample_weight, rng, n_clusters,
-                              embedding=None):
-        """Initial B (N, C) from ``init``: one-hot columns (data points) or label means.
-
-        ``embedding`` is :func:`_spectral_embedding` of K_raw for ``init="spectral"``
-        (computed here when not given); each start runs K-means on it with its
-        own seed.
+        ``init="spectral"`` runs K-means on the spectral embedding (computed
+        once per fit) with each start's own seed.
         """
-        n = solver.n_samples
+        n, C = geometry.n_samples, self._n_clusters
         if not isinstance(self.init, str):
-            return solver.coefficients_from_labels(np.asarray(self.init), sample_weight)
+            return coefficients_from_labels(np.asarray(self.init), C, sample_weight)
         if self.init == "spectral":
-            if embedding is None:
-                embedding = _spectral_embedding(K_raw, n_clusters)
-            labels = KMeans(n_clusters, n_init=10,
-                            random_state=rng.randint(np.iinfo(np.int32).max)).fit(
-                                embedding).labels_
-            return solver.coefficients_from_labels(labels, sample_weight)
+            labels = KMeans(C, n_init=10, random_state=rng.randint(np.iinfo(np.int32).max)).fit(
+                self._embedding).labels_
+            return coefficients_from_labels(labels, C, sample_weight)
         if self.init == "k-means++":
-            idx = _kmeans_plusplus_indices(solver.kdiag, solver.K, n_clusters, sample_weight,
-                                           rng)
+            idx = kmeans_plusplus_indices(geometry.sq_norms, geometry.K, C, sample_weight, rng)
         else:  # random distinct points
             positive = np.flatnonzero(sample_weight > 0)
-            pool = positive if len(positive) >= n_clusters else np.arange(n)
-            idx = rng.choice(pool, n_clusters, replace=False)
-        B = np.zeros((n, n_clusters))
-        B[idx, np.arange(n_clusters)] = 1.0
+            pool = positive if len(positive) >= C else np.arange(n)
+            idx = rng.choice(pool, C, replace=False)
+        B = np.zeros((C, n))
+        B[np.arange(C), idx] = 1.0
         return B
 
-    def _store_kernel(self, X, K_raw):
-        self.X_fit_ = None if self.kernel == "precomputed" else X
-        self._kernel_col_mean, self._kernel_mean = _centring(K_raw)
-
-    def _store_state(self, state, lam, lam_unweighted, X):
-        n = state.dual_coef.shape[0]
-        store_outlier_summary(self, state, lam, lam_unweighted, n, state.outlier_sizes,
-                              np.float64)
-        self.dual_coef_ = state.dual_coef
-        self._gram_centres = state.G
+    def _store_kernel_state(self, problem, state):
+        """dual_coef_, the centres' Gram matrix, the linear kernel's centres."""
+        self.dual_coef_ = np.ascontiguousarray(state.centers.T)
+        self._gram_centres = problem.solver.products_of(state).gram
+        self._embedding = None
         if isinstance(self.kernel, str) and self.kernel == "linear":
-            self.cluster_centers_ = state.dual_coef.T @ X
+            self.cluster_centers_ = np.asarray(safe_sparse_dot(self.dual_coef_.T, self.X_fit_,
+                                                               dense_output=True))
+
+    def _new_point_geometry(self, X):
+        diag, Kx = self._new_rows(X)
+        return KernelGeometry(feature_dim=getattr(self, "feature_dim_", None), rows=Kx, diag=diag,
+                              center_gram=self._gram_centres)
 
     # -- Nystroem ------------------------------------------------------------------
     def _nystroem(self, X):
         if callable(self.kernel):
-            kw, metric = {}, _RowsKernel(self.kernel)
+            kw, metric = {}, RowsKernel(self.kernel)
         else:
-            kw, metric = self._kernel_args(X), _SKLEARN_NAMES[self.kernel]
+            kw, metric = self._kernel_args(X), SKLEARN_NAMES[self.kernel]
         self.gamma_ = kw.get("gamma")
-        self.nystroem_ = Nystroem(kernel=metric, n_components=min(self.n_landmarks, len(X)),
+        self.nystroem_ = Nystroem(kernel=metric, n_components=min(self.n_landmarks, X.shape[0]),
                                   random_state=self.random_state, **kw)
         return self.nystroem_.fit_transform(X)
 
-    def _copy_from_linear(self, model):
-        for name in ("labels_", "outlier_mask_", "outlier_norms_", "lambda_",
+    def _fit_nystroem(self, X, sample_weight=None):
+        """Fit the linear estimator on Nystroem features (``approximation="nystroem"``)."""
+        X = self._validate_X(X, reset=True)
+        if self.kernel == "precomputed":
+            self._training_kernel(X)  # raises the Nystroem error
+        Z = self._nystroem(X)
+        model = self._linear_model()
+        model = model.fit(Z) if sample_weight is None else model.fit(Z, sample_weight=sample_weight)
+        for name in ("labels_", "outlier_mask_", "outlier_indices_", "outlier_norms_", "lambda_",
                      "unweighted_lambda_", "n_outliers_", "objective_", "objective_history_",
-                     "n_iter_", "memberships_", "eps_"):
+                     "n_iter_", "converged_", "memberships_", "eps_"):
             setattr(self, name, getattr(model, name))
         self.approximate_model_ = model
         self.dual_coef_ = None
+        return model
 
-
-class _RowsKernel:
-    """Adapts a matrix kernel k(X, Y) -> (n_X, n_Y) to scikit-learn's row callable."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __call__(self, x, y):
-        return float(np.asarray(self.kernel(x[None, :], y[None, :]))[0, 0])
+    def _approximate_assign(self, X):
+        """(solver, state) of new points under the Nystroem model."""
+        return self.approximate_model_._assign(self.nystroem_.transform(X))
 
 
 class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
@@ -435,7 +342,7 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
 
     _parameter_constraints: dict = {
         **RobustKMeans._parameter_constraints,
-        **_KERNEL_CONSTRAINTS,
+        **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"k-means++", "random", "spectral"}), "array-like"],
     }
     _parameter_constraints.pop("penalty")
@@ -471,38 +378,64 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
                             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
                             random_state=self.random_state, verbose=self.verbose)
 
-    def _prepare(self, X, sample_weight, reset=True):
-        """Kernel matrix, weights, a solver and the initial coefficients."""
-        X = self._validate_X(X, reset=reset)
-        n = X.shape[0]
-        sample_weight = _check_sample_weight(sample_weight, np.empty((n, 0)),
-                                             dtype=np.float64, ensure_non_negative=True)
-        self._target = check_outlier_params(self, n, self.n_clusters)
-        self._check_init(n, self.n_clusters)
-        K_raw = self._training_kernel(X)
-        self._store_kernel(X, K_raw)
-        K = K_raw - self._kernel_col_mean[:, None] - self._kernel_col_mean + self._kernel_mean
-        self._eps = self._resolve_eps(K, sample_weight)
-        solver = KernelRKMSolver(K, sample_weight, self.n_clusters, self.q,
-                                 make_penalty("group"), make_penalty("group", True, self._eps),
-                                 self.max_iter, self.tol, self.verbose)
-        rng = check_random_state(self.random_state)
-        embedding = self._spectral_start(K_raw, self.n_clusters)
-        inits = [self._initial_coefficients(solver, K_raw, sample_weight, rng, self.n_clusters,
-                                            embedding)
-                 for _ in range(self._n_init)]
-        self._offset = 0.0
-        return X, sample_weight, solver, inits
+    _default_lambda_description = "a robust 0.1% tail of the feature-space distances"
+    _fitted_state_names = (
+        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
+        "_kernel_kw", "gamma_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
+        "objective_", "n_iter_", "n_features_in_",
+    )
 
-    def _resolve_eps(self, K, sample_weight):
+    def lambda_rule(self):
+        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
+                and self.kernel in EXPLICIT_FEATURES:
+            return "default: flags about 0.1% of Gaussian inliers"
+        return super().lambda_rule()
+
+    # -- the hooks of the fit template ----------------------------------------------------
+    def _validate_input(self, X, sample_weight, reset):
+        X = self._validate_X(X, reset)
+        if reset:
+            sample_weight = _check_sample_weight(sample_weight, np.empty((X.shape[0], 0)),
+                                                 dtype=np.float64, ensure_non_negative=True)
+        return X, sample_weight
+
+    def _make_model(self, geometry):
+        return KMeansModel(self.n_clusters, self.q)
+
+    def _make_penalties(self, geometry, sample_weight):
         """eps of the log penalty: 1e-3 x the RMS feature-space distance to the mean."""
         if self.eps is not None:
-            return float(self.eps)
-        if not self.weighted:
-            return None
-        # K is centred: ||phi_n - mean||^2 = K_nn
-        total = float(sample_weight @ np.diag(K)) / sample_weight.sum()
-        return 1e-3 * math.sqrt(total) if total > 0 else 1e-3
+            eps = float(self.eps)
+        elif not self.weighted:
+            eps = None
+        else:
+            # K is centred: ||phi_n - mean||^2 = K_nn
+            total = float(sample_weight @ geometry.sq_norms) / sample_weight.sum()
+            eps = 1e-3 * math.sqrt(total) if total > 0 else 1e-3
+        self._eps = eps
+        return make_penalty("group"), make_penalty("group", True, eps)
+
+    def _initializations(self, solver, X, sample_weight, rng):
+        return [self._initial_coefficients(solver.geometry, sample_weight, rng)
+                for _ in range(self._n_init)]
+
+    def _store_model(self, problem, state):
+        self._store_kernel_state(problem, state)
+        n = problem.solver.geometry.n_samples
+        if state.memberships is None:
+            U = np.zeros((n, self.n_clusters))
+            U[np.arange(n), state.labels] = 1.0
+        else:
+            U = state.memberships
+        self.memberships_ = U
+        self.eps_ = self._eps
+
+    def _new_point_solver(self, X):
+        g = self._new_point_geometry(X)
+        solver = Solver(g, KMeansModel(self.n_clusters, self.q), make_penalty("group"),
+                        make_penalty("group", True, self.eps_), max_iter=self.max_iter,
+                        tol=self.tol)
+        return solver, state_from(self.dual_coef_.T)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
@@ -520,51 +453,15 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         self : KernelRobustKMeans
         """
         if self.approximation == "nystroem":
-            X = self._validate_X(X, reset=True)
-            if self.kernel == "precomputed":
-                self._training_kernel(X)  # raises the Nystroem error
-            Z = self._nystroem(X)
-            self._copy_from_linear(self._linear_model().fit(Z, sample_weight=sample_weight))
+            self._fit_nystroem(X, sample_weight)
             return self
-        X, sample_weight, solver, inits = self._prepare(X, sample_weight)
-        dim = self._feature_dim(X)
-
-        def default_lam(state):
-            d2 = solver.nearest_sq_dists(state)
-            if dim is not None:
-                return default_lambda(d2, sample_weight, dim, "group")
-            return 2.0 * robust_distance_threshold(np.sqrt(d2), sample_weight)
-
-        lam, lam_unweighted, state = fit_lambda(
-            solver, inits, lam=None if self.lam is None else float(self.lam),
-            target=self._target, weighted=self.weighted, default_lam=default_lam)
-        self._store_state(state, lam, lam_unweighted, X)
-        n = len(state.labels)
-        if state.memberships is None:
-            U = np.zeros((n, self.n_clusters))
-            U[np.arange(n), state.labels] = 1.0
-        else:
-            U = state.memberships
-        self.memberships_ = U
-        self.eps_ = self._eps
-        return self
+        return self._fit(X, sample_weight)
 
     def _assign(self, X):
-        """(labels, memberships, outlier_index, outlier_sizes, costs) of new points."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         if self.approximation == "nystroem":
-            _, (labels, U, index, vals, costs) = self.approximate_model_._assign(
-                self.nystroem_.transform(X))
-            return labels, U, index, np.linalg.norm(vals, axis=1), costs
-        diag, Kx = self._new_rows(X)
-        solver = KernelRKMSolver(np.zeros((0, 0)), np.ones(len(diag)), self.n_clusters, self.q,
-                                 make_penalty("group"), make_penalty("group", True, self.eps_),
-                                 self.max_iter, self.tol)
-        stages = [(self.unweighted_lambda_, False)]
-        if self.weighted:
-            stages.append((self.lambda_, True))
-        return solver.assign(diag, Kx @ self.dual_coef_, self._gram_centres, stages)
+            check_is_fitted(self)
+            return self._approximate_assign(self._validate_X(X, reset=False))
+        return super()._assign(X)
 
     def predict(self, X):
         """Nearest cluster in feature space of each new point, -1 where flagged.
@@ -577,10 +474,8 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        labels, _, index, _, _ = self._assign(X)
-        labels = labels.astype(np.intp, copy=True)
-        labels[index] = -1
-        return labels
+        _, state = self._assign(X)
+        return self._labels_of(state)
 
     def outlier_norms(self, X):
         """Feature-space ||o|| that new points would receive (0 for inliers).
@@ -593,10 +488,14 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         -------
         norms : ndarray of shape (n_samples,)
         """
-        labels, _, index, sizes, _ = self._assign(X)
-        norms = np.zeros(len(labels))
-        norms[index] = sizes
-        return norms
+        solver, state = self._assign(X)
+        return np.asarray(self._outlier_norms_of(solver, state), dtype=np.float64)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = not (isinstance(self.kernel, str)
+                                      and self.kernel == "precomputed")
+        return tags
 
 
 class KernelRobustGaussianMixture(_KernelEstimator):
@@ -655,7 +554,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
 
     _parameter_constraints: dict = {
         **RobustGaussianMixture._parameter_constraints,
-        **_KERNEL_CONSTRAINTS,
+        **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
     }
@@ -685,47 +584,53 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _prepare(self, X, sample_weight=None, reset=True):
+    _n_clusters_name = "n_components"
+    _default_lambda_description = "a robust 0.1% tail of the feature-space distances"
+    _fitted_state_names = (
+        "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
+        "_kernel_kw", "gamma_", "weights_", "variance_", "feature_dim_", "_covar_floor",
+        "lambda_", "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_",
+        "n_features_in_",
+    )
+
+    def lambda_rule(self):
+        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
+                and self.kernel in EXPLICIT_FEATURES:
+            return "default: flags about 0.1% of Gaussian inliers"
+        return super().lambda_rule()
+
+    # -- the hooks of the fit template ----------------------------------------------------
+    def _validate_input(self, X, sample_weight, reset):
         if sample_weight is not None:
             raise ValueError("KernelRobustGaussianMixture does not support sample_weight.")
-        X = self._validate_X(X, reset=reset)
-        n = X.shape[0]
-        self._target = check_outlier_params(self, n, self.n_components)
-        if self.lam is not None and self.lam == 0:
-            raise ValueError(
-                "lam=0 makes the cost of eq. (8) unbounded below (Section II-B of the "
-                "paper): o_n = x_n - m_c with Sigma -> 0; use lam > 0.")
-        self._check_init(n, self.n_components)
-        K_raw = self._training_kernel(X)
-        self._store_kernel(X, K_raw)
-        K = K_raw - self._kernel_col_mean[:, None] - self._kernel_col_mean + self._kernel_mean
-        dim = self._feature_dim(X) or n
-        self.feature_dim_ = dim
-        self._eps = 1e-3 if self.eps is None else float(self.eps)
-        spread = float(np.mean(np.diag(K))) / dim
-        self._covar_floor = self.reg_covar * (spread if spread > 0 else 1.0)
-        solver = KernelRPCSolver(K, self.n_components, make_penalty("group"),
-                                 make_penalty("group", True, self._eps), dim,
-                                 self._covar_floor, self.max_iter, self.tol, self.verbose)
-        rng = check_random_state(self.random_state)
-        embedding = self._spectral_start(K_raw, self.n_components)
-        inits = [self._initial_params(solver, K_raw, X, rng, embedding)
-                 for _ in range(self._n_init)]
-        self._offset = 0.0
-        return X, None, solver, inits
+        return self._validate_X(X, reset), None
 
-    def _initial_params(self, solver, K_raw, X, rng, embedding=None):
+    def _make_model(self, geometry):
+        n = geometry.n_samples
+        dim = geometry.feature_dim or n
+        self.feature_dim_ = dim
+        spread = float(np.mean(geometry.sq_norms)) / dim
+        self._covar_floor = self.reg_covar * (spread if spread > 0 else 1.0)
+        return MixtureModel(self.n_components, "spherical", self._covar_floor, dim)
+
+    def _make_penalties(self, geometry, sample_weight):
+        self._eps = 1e-3 if self.eps is None else float(self.eps)
+        return make_penalty("group"), make_penalty("group", True, self._eps)
+
+    def _initializations(self, solver, X, sample_weight, rng):
+        return [self._initial_params(solver.geometry, rng) for _ in range(self._n_init)]
+
+    def _initial_params(self, geometry, rng):
         if not isinstance(self.init, str) or self.init != "robust-kmeans":
-            ones = np.ones(solver.n_samples)
-            return self._initial_coefficients(solver, K_raw, ones, rng, self.n_components,
-                                              embedding), None
+            ones = np.ones(geometry.n_samples)
+            return self._initial_coefficients(geometry, ones, rng), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OutlierCountWarning)
             krkm = KernelRobustKMeans(
                 self.n_components, kernel="precomputed", n_outliers=self.n_outliers,
                 init="k-means++", n_init=1,
-                random_state=rng.randint(np.iinfo(np.int32).max)).fit(solver.K)
-        return krkm.dual_coef_, krkm.outlier_mask_
+                random_state=rng.randint(np.iinfo(np.int32).max)).fit(geometry.K)
+        return krkm.dual_coef_.T, krkm.outlier_mask_
 
     def _linear_model(self):
         init = self.init if self.init in ("k-means++", "random", "robust-kmeans") \
@@ -735,6 +640,22 @@ class KernelRobustGaussianMixture(_KernelEstimator):
             covariance_type="spherical", weighted=self.weighted, eps=self.eps, init=init,
             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol, reg_covar=self.reg_covar,
             random_state=self.random_state, verbose=self.verbose)
+
+    def _store_model(self, problem, state):
+        self._store_kernel_state(problem, state)
+        self.memberships_ = state.memberships
+        self.weights_ = state.weights
+        self.variance_ = float(state.covariance.value)
+        self.outlier_scores_ = self.outlier_norms_ / math.sqrt(self.variance_)
+        self.eps_ = self._eps
+
+    def _new_point_solver(self, X):
+        g = self._new_point_geometry(X)
+        model = MixtureModel(self.n_components, "spherical", self._covar_floor, self.feature_dim_)
+        solver = Solver(g, model, make_penalty("group"), make_penalty("group", True, self.eps_),
+                        max_iter=self.max_iter, tol=self.tol)
+        cov = Covariance("spherical", self.variance_, self.feature_dim_)
+        return solver, state_from(self.dual_coef_.T, self.weights_, cov)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -751,53 +672,22 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         self : KernelRobustGaussianMixture
         """
         if self.approximation == "nystroem":
-            X = self._validate_X(X, reset=True)
-            if self.kernel == "precomputed":
-                self._training_kernel(X)
-            model = self._linear_model().fit(self._nystroem(X))
-            self._copy_from_linear(model)
+            model = self._fit_nystroem(X)
             self.weights_, self.variance_ = model.weights_, float(model.covariances_)
             self.outlier_scores_ = model.outlier_scores_
             self.feature_dim_ = model.means_.shape[1]
             return self
-        X, _, solver, inits = self._prepare(X)
-        dim = self._feature_dim(X)
-
-        def default_lam(state):
-            if dim is not None:
-                return math.sqrt(stats.chi2.isf(DEFAULT_FALSE_ALARM, dim))
-            return robust_distance_threshold(solver.residual_norms(state)) / math.sqrt(
-                state.variance)
-
-        lam, lam_unweighted, state = fit_lambda(
-            solver, inits, lam=None if self.lam is None else float(self.lam),
-            target=self._target, weighted=self.weighted, default_lam=default_lam)
-        self._store_state(state, lam, lam_unweighted, X)
-        self.memberships_ = state.memberships
-        self.weights_ = state.weights
-        self.variance_ = float(state.variance)
-        self.outlier_scores_ = self.outlier_norms_ / math.sqrt(state.variance)
-        self.eps_ = self._eps
-        return self
+        return self._fit(X)
 
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_`` (MAP component, -1 for outliers)."""
         return self.fit(X).labels_
 
     def _assign(self, X):
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         if self.approximation == "nystroem":
-            return self.approximate_model_._assign(self.nystroem_.transform(X))
-        diag, Kx = self._new_rows(X)
-        solver = KernelRPCSolver(np.zeros((0, 0)), self.n_components, make_penalty("group"),
-                                 make_penalty("group", True, self.eps_), self.feature_dim_,
-                                 self._covar_floor, self.max_iter, self.tol)
-        stages = [(self.unweighted_lambda_, False)]
-        if self.weighted:
-            stages.append((self.lambda_, True))
-        return solver.assign(diag, Kx @ self.dual_coef_, self._gram_centres, self.weights_,
-                             self.variance_, stages)
+            check_is_fitted(self)
+            return self._approximate_assign(self._validate_X(X, reset=False))
+        return super()._assign(X)
 
     def predict(self, X):
         """MAP component of each new point, -1 where the fitted rule flags it.
@@ -810,9 +700,9 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        resp, index = self._assign(X)[:2]
-        labels = resp.argmax(axis=1)
-        labels[index] = -1
+        _, state = self._assign(X)
+        labels = np.asarray(state.memberships).argmax(axis=1)
+        labels[np.asarray(state.outlier_index, dtype=np.intp)] = -1
         return labels
 
     def predict_proba(self, X):
@@ -826,5 +716,4 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         -------
         proba : ndarray of shape (n_samples, n_components)
         """
-        return self._assign(X)[0]
-
+        return np.asarray(self._assign(X)[1].memberships)

@@ -1,4 +1,4 @@
-"""Robust probabilistic clustering (RPC and weighted RPC): the estimator."""
+"""Robust probabilistic clustering (RPC and weighted RPC): the estimator (Algorithm 2)."""
 
 import math
 import warnings
@@ -6,21 +6,23 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
-from sklearn.base import BaseEstimator, DensityMixin, _fit_context
+from sklearn.base import DensityMixin, _fit_context
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array
 
-from ._base import centre, check_outlier_params, store_outliers
-from ._kmeans import RobustKMeans
-from ._mixture_solver import Covariance, RPCSolver
-from ._penalties import make_penalty
-from ._selection import DEFAULT_FALSE_ALARM, OutlierCountWarning, fit_lambda
+from .._core.backend import asarray, to_numpy
+from .._core.covariance import Covariance
+from .._core.geometry import LinearGeometry
+from .._core.models import MixtureModel
+from .._core.penalties import make_penalty
+from .._core.selection import OutlierCountWarning
+from .._core.solver import Solver
+from .base import RobustEstimator, internal_units, state_from
+from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
 
 
-class RobustGaussianMixture(DensityMixin, BaseEstimator):
+class RobustGaussianMixture(DensityMixin, RobustEstimator):
     """Gaussian mixture with outlier-sparsity regularization (RPC).
 
     Fits pi, the means, one covariance Sigma common to all components and one
@@ -179,47 +181,67 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- set-up shared by fit and regularization_path ------------------------------
-    def _validate_X(self, X, reset):
-        return validate_data(self, X, reset=reset, accept_sparse="csr",
-                             dtype=[np.float64, np.float32], order="C",
-                             accept_large_sparse=False)
+    _n_clusters_name = "n_components"
+    _default_lambda_description = "flags about 0.1% of Gaussian inliers"
+    _lambda_unit = 1.0
+    _fitted_state_names = (
+        "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
+        "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_", "converged_",
+        "n_features_in_", "_offset", "_scale", "_covar_floor",
+    )
 
-    def _penalties(self):
-        eps = 1e-3 if self.eps is None else float(self.eps)
-        return make_penalty("group"), make_penalty("group", True, eps), eps
-
-    def _prepare(self, X, sample_weight=None, reset=True):
-        """Validated data, None (no sample weights), a solver and the initialisations."""
+    # -- the hooks of the fit template ----------------------------------------------------
+    def _validate_input(self, X, sample_weight, reset):
         if sample_weight is not None:
             raise ValueError("RobustGaussianMixture does not support sample_weight.")
-        X = self._validate_X(X, reset=reset)
-        self._target = check_outlier_params(self, X.shape[0], self.n_components)
-        if self.lam is not None and self.lam == 0:
+        X, _ = validate_linear_input(self, X, None, reset)
+        return X, None
+
+    def _check_init(self, X):
+        self._n_init = self.n_init
+        if isinstance(self.init, str):
+            return
+        means = check_array(self.init, dtype=[np.float64, np.float32], input_name="init")
+        if means.shape != (self.n_components, X.shape[1]):
             raise ValueError(
-                "lam=0 makes the cost of eq. (8) unbounded below (Section II-B of the "
-                "paper): o_n = x_n - m_c with Sigma -> 0; use lam > 0.")
-        penalty, log_penalty, self._eps = self._penalties()
-        self._covar_floor = self.reg_covar * _mean_variance(X)
-        X, self._offset = centre(X)
-        solver = RPCSolver(X, self.n_components, self.covariance_type, penalty, log_penalty,
-                           self._covar_floor, self.max_iter, self.tol, self.verbose)
-        rng = check_random_state(self.random_state)
-        n_init = self.n_init
+                f"The shape of the initial means {means.shape} does not match the "
+                f"number of components and features ({self.n_components}, {X.shape[1]}).")
+        if self.n_init != 1:
+            warnings.warn("Explicit initial means were given: performing one "
+                          f"initialisation instead of n_init={self.n_init}.",
+                          RuntimeWarning, stacklevel=5)
+            self._n_init = 1
+
+    def _make_geometry(self, X, sample_weight):
+        Xi, self._offset, self._scale = internal_units(X)
+        # the EM steps are computed in float64 whatever the data's dtype (the
+        # cost stays monotone to float64 rounding); the starts see the data
+        # in its own dtype
+        self._start_data = Xi
+        geometry = LinearGeometry(Xi.astype(np.float64, copy=False)
+                                  if sp.issparse(Xi) or isinstance(Xi, np.ndarray) else Xi)
+        n, p = X.shape
+        return geometry, {"offset": self._offset, "scale": self._scale, "lambda_unit": 1.0,
+                          "objective_shift": n * p * math.log(self._scale), "dtype": X.dtype}
+
+    def _make_model(self, geometry):
+        self._covar_floor = self.reg_covar * mean_variance(geometry.X)
+        return MixtureModel(self.n_components, self.covariance_type, self._covar_floor,
+                            geometry.dim)
+
+    def _make_penalties(self, geometry, sample_weight):
+        self._eps = 1e-3 if self.eps is None else float(self.eps)
+        return make_penalty("group"), make_penalty("group", True, self._eps)
+
+    def _initializations(self, solver, X, sample_weight, rng):
+        g = solver.geometry
         if not isinstance(self.init, str):
-            means = check_array(self.init, dtype=[np.float64, np.float32], input_name="init")
-            if means.shape != (self.n_components, X.shape[1]):
-                raise ValueError(
-                    f"The shape of the initial means {means.shape} does not match the "
-                    f"number of components and features ({self.n_components}, {X.shape[1]}).")
-            if n_init != 1:
-                warnings.warn("Explicit initial means were given: performing one "
-                              f"initialisation instead of n_init={n_init}.",
-                              RuntimeWarning, stacklevel=3)
-            inits = [(means - self._offset, None)]
-        else:
-            inits = [self._initial_means(X, rng) for _ in range(n_init)]
-        return X, None, solver, inits
+            means = (np.asarray(self.init, dtype=np.float64) - to_numpy(self._offset)) \
+                / self._scale
+            return [(asarray(means, g.xp, like=g.sq_norms), None)]
+        Xh = to_numpy(self._start_data, g.xp)
+        del self._start_data
+        return [self._initial_means(Xh, rng) for _ in range(self._n_init)]
 
     def _initial_means(self, X, rng):
         C = self.n_components
@@ -235,10 +257,49 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
                                random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
         return rkm.cluster_centers_, rkm.outlier_mask_
 
-    def _default_lambda(self, n_features):
-        return math.sqrt(stats.chi2.isf(DEFAULT_FALSE_ALARM, n_features))
+    def _store_model(self, problem, state):
+        solver = problem.solver
+        g = solver.geometry
+        xp = solver.xp
+        n = g.n_samples
+        s = problem.scale
+        cov = state.covariance
+        self.weights_ = np.asarray(to_numpy(state.weights, xp), dtype=np.float64)
+        self.means_ = problem.user_centers(state).astype(problem.dtype, copy=False)
+        self.covariances_ = cov.value * s * s
+        self.precisions_cholesky_ = cov.P / s
+        self.memberships_ = np.asarray(to_numpy(state.memberships, xp))
+        self.outlier_scores_ = np.zeros(n)
+        o = state.outliers
+        if o.count:
+            self.outlier_scores_[np.asarray(to_numpy(o.index, xp))] = to_numpy(o.sizes, xp)
+        self.outlier_vectors_ = outlier_matrix(problem, state, problem.dtype)
+        self.eps_ = self._eps
+        if self.n_outliers_ == n:
+            warnings.warn(
+                f"Every point is flagged (lambda_={self.lambda_:.3g}): with the log "
+                "penalty and lam below the dimension the cost of eq. (8) decreases "
+                "without bound as Sigma shrinks, until the reg_covar floor; increase lam.",
+                UserWarning, stacklevel=4)
 
-    # -- fit ---------------------------------------------------------------------------
+    def _new_point_solver(self, X):
+        Xi, _, _ = internal_units(X, self._offset, self._scale)
+        g = LinearGeometry(Xi.astype(np.float64, copy=False)
+                           if sp.issparse(Xi) or isinstance(Xi, np.ndarray) else Xi)
+        p = g.dim
+        eps = 1e-3 if self.eps is None else float(self.eps)
+        model = MixtureModel(self.n_components, self.covariance_type, self._covar_floor, p)
+        solver = Solver(g, model, make_penalty("group"), make_penalty("group", True, eps),
+                        max_iter=self.max_iter, tol=self.tol)
+        s = self._scale
+        means = (np.asarray(self._fitted("means_"), dtype=np.float64)
+                 - to_numpy(self._offset)) / s
+        cov = Covariance(self.covariance_type, self._fitted("covariances_") / (s * s), p)
+        start = state_from(asarray(means, g.xp, like=g.sq_norms),
+                           asarray(self._fitted("weights_"), g.xp, like=g.sq_norms), cov)
+        return solver, start
+
+    # -- fit ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the mixture and flag the outliers.
@@ -252,20 +313,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         -------
         self : RobustGaussianMixture
         """
-        X, _, solver, inits = self._prepare(X)
-        p = X.shape[1]
-        lam, lam_unweighted, state = fit_lambda(
-            solver, inits, lam=None if self.lam is None else float(self.lam),
-            target=self._target, weighted=self.weighted,
-            default_lam=lambda _state: self._default_lambda(p))
-        self._store(X, state, lam, lam_unweighted)
-        if self.n_outliers_ == X.shape[0]:
-            warnings.warn(
-                f"Every point is flagged (lambda_={self.lambda_:.3g}): with the log "
-                "penalty and lam below the dimension the cost of eq. (8) decreases "
-                "without bound as Sigma shrinks, until the reg_covar floor; increase lam.",
-                UserWarning, stacklevel=2)
-        return self
+        return self._fit(X)
 
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_`` (MAP component, -1 for outliers).
@@ -281,36 +329,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         """
         return self.fit(X).labels_
 
-    def _store(self, X, state, lam, lam_unweighted):
-        n, p = X.shape
-        store_outliers(self, state, lam, lam_unweighted, n, p, X.dtype)
-        cov = Covariance(self.covariance_type, state.covariance, p)
-        self.weights_ = state.weights
-        self.means_ = (state.centers + self._offset).astype(X.dtype, copy=False)
-        self.covariances_ = state.covariance
-        self.precisions_cholesky_ = cov.P
-        self.memberships_ = state.memberships
-        self.outlier_scores_ = np.zeros(n)
-        self.outlier_scores_[state.outlier_index] = np.sqrt(cov.sq_norms(state.outlier_vectors))
-        self.eps_ = self._eps
-        self.converged_ = bool(state.converged)
-
     # -- new points ----------------------------------------------------------------------
-    def _solver_for(self, X):
-        check_is_fitted(self)
-        X, _ = centre(self._validate_X(X, reset=False), self._offset)
-        penalty, log_penalty, _ = self._penalties()
-        return RPCSolver(X, self.n_components, self.covariance_type, penalty, log_penalty,
-                         self._covar_floor, self.max_iter, self.tol)
-
-    def _assign(self, X):
-        solver = self._solver_for(X)
-        stages = [(self.unweighted_lambda_, False)]
-        if self.weighted:
-            stages.append((self.lambda_, True))
-        return solver.assign(self.means_.astype(np.float64) - self._offset, self.weights_,
-                             self.covariances_, stages)
-
     def predict(self, X):
         """MAP component of each point, -1 where the fitted rule flags it.
 
@@ -325,10 +344,10 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        resp, index, _, _ = self._assign(X)
-        labels = resp.argmax(axis=1)
-        labels[index] = -1
-        return labels
+        _, state = self._assign(X)
+        labels = np.asarray(to_numpy(state.memberships)).argmax(axis=1)
+        labels[np.asarray(to_numpy(state.outlier_index), dtype=np.intp)] = -1
+        return self._output(labels, X)
 
     def predict_proba(self, X):
         """Posteriors gamma of each point (with its outlier vector), (n_samples, C).
@@ -341,7 +360,7 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_components)
         """
-        return self._assign(X)[0]
+        return self._output(to_numpy(self._assign(X)[1].memberships), X)
 
     def score_samples(self, X):
         """Log-density of each point under the fitted mixture, with o = 0.
@@ -354,14 +373,13 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
         -------
         log_prob : ndarray of shape (n_samples,)
         """
-        solver = self._solver_for(X)
-        cov = Covariance(self.covariance_type, self.covariances_, solver.n_features)
-        empty = np.empty((0, solver.n_features))
-        _, log_norm, _ = solver.e_step(self.means_.astype(np.float64) - self._offset,
-                                       self.weights_, cov,
-                                       empty[:, 0].astype(np.intp), empty, np.inf,
-                                       solver.penalty)
-        return log_norm
+        check_is_fitted_mixture(self)
+        X, _ = self._validate_input(X, None, reset=False)
+        solver, start = self._new_point_solver(X)
+        with solver.blas():
+            state = solver.assign(start, [])
+        log_prob = np.asarray(to_numpy(-state.point_costs)) - X.shape[1] * math.log(self._scale)
+        return self._output(log_prob, X)
 
     def score(self, X, y=None):
         """Mean log-density of X under the fitted mixture (see score_samples).
@@ -413,15 +431,23 @@ class RobustGaussianMixture(DensityMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.array_api_support = True
         return tags
 
 
-def _mean_variance(X):
+def check_is_fitted_mixture(estimator):
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator)
+
+
+def mean_variance(X):
     """Mean per-feature variance of X (1 when X is constant)."""
     if sp.issparse(X):
         mean = np.asarray(X.mean(axis=0)).ravel()
         var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
     else:
+        X = to_numpy(X)
         var = X.var(axis=0)
     v = float(np.mean(var))
     return v if v > 0 else 1.0

@@ -1,12 +1,14 @@
 """Choosing lam: restarts, the warm-started path, count targets, the default.
 
-Everything here talks to a *solver* through four calls, so that every
-estimator family (K-means, mixtures, kernels) shares it:
+Everything here talks to a :class:`~robustclust._core.solver.Solver` through
+its calls, so that every estimator family (K-means, mixtures, kernels) shares
+it:
 
 * ``solver.init_state(init, lam=None)``: a cold state from an initialisation;
 * ``solver.run(state, lam, weighted=False)``: BCD/EM at ``lam`` from ``state``;
 * ``solver.lambda_max(state)``: the smallest lam that flags nothing;
 * ``solver.trimmed_cost(state, s)``: the l0 cost of eq. (3) with s outliers;
+* ``solver.default_lambda(state)``: the data-driven lam at a state;
 * ``solver.zero_lambda_ok``: whether lam = 0 is a problem worth solving.
 """
 
@@ -249,15 +251,15 @@ class OutlierCountWarning(UserWarning):
     """The requested number of outliers could not be flagged exactly."""
 
 
-def fit_lambda(solver, inits, *, lam, target, weighted, default_lam):
+def fit_lambda(solver, inits, *, lam, target, weighted):
     """The three ways an estimator's lam is set; returns (lam, unweighted_lam, state).
 
     * ``target`` (a count s): :func:`select_by_count`, with a warning when the
       path cannot flag exactly s points;
     * ``lam``: the paper's recipe at that lam from every initialisation, the
       best run kept by its cost;
-    * neither: ``default_lam(state)`` at the lam = inf solution, restarts at
-      that lam, ``default_lam`` once more at the best run, a warm refit; with
+    * neither: ``solver.default_lambda(state)`` at the lam = inf solution,
+      restarts at that lam, the default once more at the best run, a warm refit; with
       ``weighted`` the weighted lam is then tuned to flag as many points as
       the unweighted default does (running both at one lam makes the count
       depend on the data's units).
@@ -275,11 +277,11 @@ def fit_lambda(solver, inits, *, lam, target, weighted, default_lam):
                          for c in inits), key=lambda st: st.objective)
         return lam, lam, state
     start = kmeans_solution(solver, inits)
-    lam = default_lam(start)
+    lam = solver.default_lambda(start)
     runs = [solver.run(start, lam)] + [solver.run(solver.init_state(c, lam), lam)
                                        for c in inits]
     best = best_of(runs, key=lambda st: st.objective)
-    lam = default_lam(best)
+    lam = solver.default_lambda(best)
     state = solver.run(best, lam)
     if not weighted:
         return lam, lam, state

@@ -1,0 +1,164 @@
+"""The array namespace of the data, and the few helpers the standard lacks.
+
+The core is written against the array API standard (the ``xp`` namespace of
+its input, found with scikit-learn's ``get_namespace``, as scikit-learn's own
+estimators do).  NumPy input gets NumPy itself (faster for the small work
+that wraps the big products); any other namespace (``array_api_strict`` in
+the tests, GPU arrays) the standard functions only.  What the standard does
+not have (one-hot sums in place of ``bincount``, row-wise dot products,
+moving small results to the host) is here, once.
+
+Only :mod:`robustclust._core.geometry` touches the data matrix; the rest of
+the core sees N x C products, N-vectors and C x C / C x p / p x p matrices.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils._array_api import _convert_to_numpy, _is_numpy_namespace, get_namespace
+from sklearn.utils._array_api import device as _device
+
+
+def namespace(*arrays):
+    """(xp, is_numpy): the namespace of ``arrays`` (NumPy itself for NumPy/SciPy input)."""
+    arrays = [a for a in arrays if a is not None and not sp.issparse(a)]
+    if not arrays:
+        return np, True
+    xp, _ = get_namespace(*arrays)
+    if _is_numpy_namespace(xp):
+        return np, True
+    return xp, False
+
+
+def device(array):
+    """The device of an array (None for NumPy and SciPy)."""
+    if array is None or sp.issparse(array) or isinstance(array, np.ndarray):
+        return None
+    return _device(array)
+
+
+def to_numpy(array, xp=None):
+    """A NumPy copy (or view) of an array of any namespace."""
+    if array is None or isinstance(array, np.ndarray) or np.isscalar(array):
+        return array
+    if sp.issparse(array):
+        return array
+    xp = xp or namespace(array)[0]
+    return _convert_to_numpy(array, xp)
+
+
+def asarray(values, xp, like=None, dtype=None):
+    """``values`` (host or device) as an array of ``xp`` on the device of ``like``."""
+    if xp is np:
+        return np.asarray(values, dtype=dtype)
+    return xp.asarray(values, dtype=dtype, device=device(like))
+
+
+def float64(xp):
+    return np.float64 if xp is np else xp.float64
+
+
+def rowdot(A, B, xp):
+    """sum_j A_ij B_ij for each row i, in float64."""
+    if xp is np:
+        return np.einsum("ij,ij->i", A, B, dtype=np.float64)
+    return xp.sum(xp.astype(A, xp.float64) * xp.astype(B, xp.float64), axis=1)
+
+
+def onehot(labels, n_columns, xp, weights=None, like=None):
+    """(N, n_columns) float64 matrix with ``weights`` (default 1) at (n, labels[n])."""
+    n = labels.shape[0]
+    if xp is np:
+        A = np.zeros((n, n_columns))
+        A[np.arange(n), labels] = 1.0 if weights is None else weights
+        return A
+    cols = xp.arange(n_columns, device=device(labels))
+    A = xp.astype(labels[:, None] == cols[None, :], xp.float64)
+    return A if weights is None else A * weights[:, None]
+
+
+def pick(A, labels, xp):
+    """A[n, labels[n]] for every row n."""
+    if xp is np:
+        return A[np.arange(A.shape[0]), labels]
+    return xp.take_along_axis(A, labels[:, None], axis=1)[:, 0]
+
+
+def take(A, index, xp, axis=0):
+    """Rows (or columns) ``index`` of a dense array."""
+    if xp is np:
+        return A[index] if axis == 0 else A[:, index]
+    return xp.take(A, index, axis=axis)
+
+
+def bincount(labels, weights, n_bins, xp):
+    """Weighted counts of ``labels`` (float64), as numpy's bincount."""
+    if xp is np:
+        return np.bincount(labels, weights=weights, minlength=n_bins).astype(np.float64)
+    return xp.sum(onehot(labels, n_bins, xp, weights), axis=0)
+
+
+def flatnonzero(mask, xp):
+    if xp is np:
+        return np.flatnonzero(mask)
+    return xp.nonzero(mask)[0]
+
+
+def set_rows(A, index, values, xp):
+    """A copy of A with rows ``index`` replaced by ``values`` (in place for NumPy)."""
+    if xp is np:
+        A[index] = values
+        return A
+    from sklearn.externals import array_api_extra as xpx
+
+    return xpx.at(A)[index].set(values)
+
+
+def scatter_values(n, index, values, xp, like=None, dtype=None):
+    """A length-n vector of zeros with ``values`` at ``index``."""
+    dtype = dtype or float64(xp)
+    if xp is np:
+        out = np.zeros(n, dtype=dtype)
+        out[index] = values
+        return out
+    out = xp.zeros(n, dtype=dtype, device=device(like))
+    from sklearn.externals import array_api_extra as xpx
+
+    return xpx.at(out)[index].set(xp.astype(values, dtype))
+
+
+def _like(value, ref, xp):
+    """A Python scalar as a 0-d array of ``ref``'s dtype and device."""
+    if hasattr(value, "dtype"):
+        return value
+    return xp.asarray(value, dtype=ref.dtype, device=device(ref))
+
+
+def where(cond, a, b, xp):
+    """``a`` where ``cond`` else ``b`` (either may be a Python scalar)."""
+    if xp is np:
+        return np.where(cond, a, b)
+    ref = a if hasattr(a, "dtype") else b
+    return xp.where(cond, _like(a, ref, xp), _like(b, ref, xp))
+
+
+def minimum(a, b, xp):
+    """Elementwise minimum (either may be a Python scalar)."""
+    if xp is np:
+        return np.minimum(a, b)
+    ref = a if hasattr(a, "dtype") else b
+    return xp.minimum(_like(a, ref, xp), _like(b, ref, xp))
+
+
+def logsumexp(A, xp):
+    """log sum_c exp(A_nc) row by row."""
+    if xp is np:
+        from scipy.special import logsumexp as lse
+
+        return lse(A, axis=1)
+    amax = xp.max(A, axis=1)
+    return amax + xp.log(xp.sum(xp.exp(A - amax[:, None]), axis=1))
+
+
+def scalar(value):
+    """A Python float from a 0-d array of any namespace."""
+    return float(value)

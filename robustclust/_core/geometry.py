@@ -1,0 +1,487 @@
+"""Geometries: the only code that touches the data representation.
+
+A geometry answers, for its points x_1..x_N and any centres, the questions
+the block updates ask:
+
+* inner products of points and centres (:meth:`products`), from which every
+  distance and residual norm of the paper follows (:class:`Products`:
+  eqs. (12), (37), (38) in one place);
+* sums of weighted points and of weighted outlier vectors (the numerators of
+  eqs. (9), (23), (32));
+* points as centres (reseeding an empty cluster), explicit residual rows
+  (the entry-wise penalty), the scatter matrix of a covariance step;
+* how far centres and outliers moved between iterates (the stopping rule).
+
+:class:`LinearGeometry` holds a data matrix (dense of any array namespace, or
+CSR), optionally measured in a Mahalanobis metric; centres are rows of means.
+:class:`KernelGeometry` holds a kernel matrix K; a centre is a row of
+coefficients b over the training points (m = sum_n b_n phi(x_n), eq. (31)),
+so it is the linear geometry of the points e_1..e_N with inner product K.
+Models, penalties and the driver see only what these classes return.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms, safe_sparse_dot
+
+from .backend import bincount, namespace, onehot, pick, rowdot, take
+
+
+@dataclass
+class Assignment:
+    """Weights on one cluster per point: ``weights[n]`` on cluster ``labels[n]``.
+
+    The V of hard K-means' centre step (eq. (9) with u_nc in {0, 1}), kept as
+    labels so that its sums cost O(N p), not O(N C p).
+    """
+
+    labels: object
+    weights: object
+    n_clusters: int
+
+    def dense(self, xp):
+        return onehot(self.labels, self.n_clusters, xp, self.weights)
+
+    def totals(self, xp):
+        """sum_n V_nc for each c."""
+        return bincount(self.labels, self.weights, self.n_clusters, xp)
+
+
+def weight_rows(V, index, xp):
+    """Rows ``index`` of a weight matrix V (dense, or an :class:`Assignment`), (k, C)."""
+    if isinstance(V, Assignment):
+        return onehot(take(V.labels, index, xp), V.n_clusters, xp, take(V.weights, index, xp))
+    return take(V, index, xp)
+
+
+@dataclass
+class Products:
+    """Inner products of N points with C centres, in one metric.
+
+    ``cross[n, c] = <x_n, m_c>``, ``gram[c, d] = <m_c, m_d>``,
+    ``diag[n] = <x_n, x_n>``.  Every distance the paper uses is a quadratic
+    form in these (eqs. (12), (37), (38)), so the functions below serve
+    linear features, Mahalanobis metrics and kernel feature spaces alike.
+    ``raw`` keeps the Euclidean products when these are a scalar multiple of
+    them (a spherical covariance), so a change of variance costs no product.
+    """
+
+    cross: object
+    gram: object
+    diag: object
+    xp: object = np
+
+    def sq_distances(self):
+        """||x_n - m_c||^2 for all points and centres, (N, C) (eq. (37), o = 0)."""
+        xp = self.xp
+        D = self.diag[:, None] - 2.0 * self.cross + _diagonal(self.gram, xp)[None, :]
+        return xp.maximum(D, 0.0) if xp is not np else np.maximum(D, 0.0, out=D)
+
+    def residual_sq_norms(self, W):
+        """||x_n - sum_c w_nc m_c||^2: the residual norms of eq. (12) (and (33)).
+
+        ``W`` is a label per point (hard K-means: w_n = e_label) or an (N, C)
+        matrix of residual weights.
+        """
+        xp = self.xp
+        if W.ndim == 1:
+            r2 = self.diag + pick_diag(self.gram, W, xp) - 2.0 * pick(self.cross, W, xp)
+        else:
+            r2 = (self.diag - 2.0 * rowdot(W, self.cross, xp)
+                  + rowdot(W @ self.gram, W, xp))
+        return xp.maximum(r2, 0.0)
+
+    def removed_sq_distances(self, shrink, W):
+        """||x_n - o_n - m_c||^2 for every point and centre, (N, C) (eq. (37)).
+
+        o_n = s_n (x_n - sum_d w_nd m_d) with s_n = ``shrink`` (0 for inliers)
+        and the residual weights ``W`` (labels or rows); writing t_n = 1 - s_n,
+
+            ||t x + s M^T w - m_c||^2 = t^2 <x,x> + 2 t (s <x, M^T w> - <x, m_c>)
+                                        + s^2 w^T G w - 2 s (G w)_c + G_cc,
+
+        which for s_n = 0 is the plain distance.
+        """
+        xp = self.xp
+        t = 1.0 - shrink
+        kb = self.cross
+        if W.ndim == 1:
+            cross_w = pick(kb, W, xp)
+            GW = take(self.gram, W, xp)
+            quad = pick_diag(self.gram, W, xp)
+        else:
+            cross_w = rowdot(kb, W, xp)
+            GW = W @ self.gram
+            quad = rowdot(GW, W, xp)
+        D = ((t * t * self.diag + shrink * shrink * quad)[:, None]
+             + 2.0 * t[:, None] * (shrink[:, None] * cross_w[:, None] - kb)
+             - 2.0 * shrink[:, None] * GW + _diagonal(self.gram, xp)[None, :])
+        return xp.maximum(D, 0.0)
+
+    def rows(self, index):
+        """The products of the points ``index`` only."""
+        return Products(take(self.cross, index, self.xp), self.gram,
+                        take(self.diag, index, self.xp), self.xp)
+
+    def rescaled(self, factor):
+        """The products in a metric ``factor`` times this one."""
+        return Products(self.cross * factor, self.gram * factor, self.diag * factor, self.xp)
+
+
+def _diagonal(A, xp):
+    return np.diag(A) if xp is np else xp.linalg.diagonal(A)
+
+
+def pick_diag(A, labels, xp):
+    """A[labels[n], labels[n]] for a small square A."""
+    return _diagonal(A, xp)[labels] if xp is np else xp.take(_diagonal(A, xp), labels)
+
+
+def dense_rows(X, index, xp=np):
+    """Rows ``index`` of a dense or CSR X as a dense float64 array."""
+    if sp.issparse(X):
+        return X[index].toarray().astype(np.float64, copy=False)
+    rows = take(X, index, xp)
+    return rows.astype(np.float64, copy=False) if xp is np else xp.astype(rows, xp.float64)
+
+
+class LinearGeometry:
+    """Points as rows of a data matrix X (dense of any namespace, or CSR).
+
+    Centres are C x p arrays (float64 or the data's dtype); the products with
+    them use the data's precision (as scikit-learn's K-means does) and every
+    per-point quantity is computed in float64.  A metric (a
+    :class:`~robustclust._core.covariance.Covariance` of kind diag or full)
+    measures everything in the Sigma^-1 norm.
+
+    Parameters
+    ----------
+    X : array or CSR matrix of shape (n_samples, n_features)
+        The data, already centred and scaled by the estimator.
+    """
+
+    kernel = False
+
+    def __init__(self, X):
+        self.X = X
+        self.sparse = sp.issparse(X)
+        self.xp, self.is_numpy = namespace(X)
+        self.n_samples, self.dim = X.shape
+        self.feature_dim = self.dim
+        self.dtype = X.dtype
+        xp = self.xp
+        if self.is_numpy:
+            self.sq_norms = row_norms(X, squared=True).astype(np.float64)
+        else:
+            self.sq_norms = rowdot(X, X, xp)
+        self._gram = None
+
+    # -- products ----------------------------------------------------------------
+    def _dot(self, A):
+        """X A^T in the data's precision, returned as float64, (N, rows of A)."""
+        xp = self.xp
+        if self.is_numpy:
+            A = np.asarray(A, dtype=self.dtype)
+            return np.asarray(safe_sparse_dot(self.X, A.T, dense_output=True),
+                              dtype=np.float64)
+        A = xp.astype(A, self.dtype)
+        return xp.astype(self.X @ A.T, xp.float64)
+
+    def products(self, centers, metric=None):
+        """:class:`Products` of the points with ``centers`` (in ``metric``: None is
+        the Euclidean inner product, else a diag or full covariance)."""
+        xp = self.xp
+        M = centers if xp is np else xp.astype(centers, xp.float64)
+        M = np.asarray(M, dtype=np.float64) if xp is np else M
+        if metric is None:
+            return Products(self._dot(M), M @ M.T, self.sq_norms, xp)
+        if metric.kind == "diag":
+            p2 = metric.precision_diag(xp, like=M)
+            Mw = M * p2
+            if self.sparse:
+                diag = np.asarray(self.X.multiply(self.X) @ p2).ravel()
+            elif self.is_numpy:
+                diag = np.einsum("np,p,np->n", self.X, p2, self.X)
+            else:
+                X64 = xp.astype(self.X, xp.float64)
+                diag = xp.sum(X64 * X64 * p2, axis=1)
+            return Products(self._dot(Mw), Mw @ M.T, diag, xp)
+        # full: whitened data X P (Sigma^-1 = P P^T)
+        P = metric.factor(xp, like=M)
+        if self.is_numpy:
+            Xw = np.asarray(safe_sparse_dot(self.X, P, dense_output=True), dtype=np.float64)
+            diag = row_norms(Xw, squared=True)
+        else:
+            Xw = xp.astype(self.X, xp.float64) @ P
+            diag = rowdot(Xw, Xw, xp)
+        Mw = M @ P
+        return Products(Xw @ Mw.T, Mw @ Mw.T, diag, xp)
+
+    # -- sums ----------------------------------------------------------------------
+    def point_sums(self, V):
+        """sum_n V_nc x_n for each c, (C, p) float64.
+
+        ``V`` is an (N, C) weight matrix, or (labels, weights) for weights on
+        one cluster per point (hard K-means: a sparse product, O(N p)).
+        """
+        xp = self.xp
+        if isinstance(V, Assignment):
+            if self.is_numpy:
+                n = self.n_samples
+                indicator = sp.csr_matrix((V.weights, (V.labels, np.arange(n))),
+                                          shape=(V.n_clusters, n), dtype=np.float64)
+                return np.asarray(safe_sparse_dot(indicator, self.X.astype(np.float64,
+                                                                           copy=False),
+                                                  dense_output=True))
+            V = V.dense(xp)
+        if self.is_numpy:
+            return np.asarray(safe_sparse_dot(self.X.T, V, dense_output=True),
+                              dtype=np.float64).T
+        return V.T @ xp.astype(self.X, xp.float64)
+
+    def outlier_sums(self, V, outliers, centers):
+        """sum_n V_nc o_n for each c, (C, p): the outlier part of eqs. (9), (23).
+
+        ``V`` as in :meth:`point_sums`; only the k outlier rows are used.
+        """
+        xp = self.xp
+        if outliers.count == 0:
+            return None
+        rows = self.outlier_rows(outliers, centers)
+        return weight_rows(V, outliers.index, xp).T @ rows
+
+    def outlier_rows(self, outliers, centers):
+        """The outlier vectors o_n as dense float64 rows, (k, p); cached."""
+        if outliers.rows is None:
+            xp = self.xp
+            X_k = dense_rows(self.X, outliers.index, xp)
+            outliers.rows = outliers.shrink[:, None] * (X_k - self.combination(
+                outliers.weights, centers))
+        return outliers.rows
+
+    def combination(self, W, centers):
+        """sum_c w_nc m_c for rows ``W`` (labels or weights), (k, p) float64."""
+        xp = self.xp
+        M = centers if xp is np else xp.astype(centers, xp.float64)
+        M = np.asarray(M, dtype=np.float64) if xp is np else M
+        return take(M, W, xp) if W.ndim == 1 else W @ M
+
+    def residual_rows(self, centers, W, index):
+        """Residuals x_n - sum_c w_nc m_c of the points ``index`` as dense rows.
+
+        ``W`` holds the rows of those points (labels or weights).
+        """
+        return dense_rows(self.X, index, self.xp) - self.combination(W, centers)
+
+    def point_centers(self, index):
+        """Centres placed on the points ``index`` (reseeding), (k, p)."""
+        rows = dense_rows(self.X, index, self.xp)
+        return rows.astype(self.dtype) if self.xp is np else self.xp.astype(rows, self.dtype)
+
+    def scatter(self, V, nk, centers, outliers, lam_n=None, t0=None):
+        """S = sum_n sum_c V_nc (y_n - m_c)(y_n - m_c)^T with y_n = x_n - o_n (eq. (26)),
+        plus sum_n (lam_n / t0_n) o_n o_n^T when ``lam_n`` is given, (p, p).
+
+        X^T X is computed once; the outliers enter through their k rows.
+        """
+        xp = self.xp
+        if self._gram is None:
+            if self.is_numpy:
+                self._gram = np.asarray(safe_sparse_dot(self.X.T, self.X, dense_output=True),
+                                        dtype=np.float64)
+            else:
+                X64 = xp.astype(self.X, xp.float64)
+                self._gram = X64.T @ X64
+        M = centers
+        A = self.point_sums(V)
+        Syy = self._gram
+        if outliers.count:
+            vals = self.outlier_rows(outliers, centers)
+            A = A - weight_rows(V, outliers.index, xp).T @ vals
+            Xo = dense_rows(self.X, outliers.index, xp)
+            cross = Xo.T @ vals
+            Syy = Syy - cross - cross.T + vals.T @ vals
+        S = Syy - M.T @ A - A.T @ M + (M.T * nk) @ M
+        if lam_n is not None and outliers.count:
+            vals = outliers.rows
+            S = S + (vals.T * (lam_n / t0)) @ vals
+        return S
+
+    # -- how far an iterate moved ---------------------------------------------------
+    def centre_norm(self, centers, products=None):
+        """||M||_F (Euclidean)."""
+        return float(np.linalg.norm(centers)) if self.xp is np else \
+            math.sqrt(float(self.xp.sum(centers * centers)))
+
+    def centre_shift(self, old, new, old_products=None, new_products=None):
+        """||M_new - M_old||_F."""
+        return self.centre_norm(new - old)
+
+    def outlier_shift(self, old, new, old_centers, new_centers, old_products=None,
+                      new_products=None):
+        """||O_new - O_old||_F between two sparse-row outlier matrices."""
+        xp = self.xp
+        a = self.outlier_rows(old, old_centers) if old.count else None
+        b = self.outlier_rows(new, new_centers) if new.count else None
+        if a is None and b is None:
+            return 0.0
+        if a is None:
+            return self.centre_norm(b)
+        if b is None:
+            return self.centre_norm(a)
+        ia, ib = old.index, new.index
+        if xp is np and np.array_equal(ia, ib):
+            return float(np.linalg.norm(b - a))
+        # rows in both: their difference; rows in one only: themselves
+        in_new = take(new.sizes_full, ia, xp) > 0
+        in_old = take(old.sizes_full, ib, xp) > 0
+        pb = xp.searchsorted(ib, ia[in_new])
+        diff = a[in_new] - take(b, pb, xp)
+        sq = (xp.sum(diff * diff) + xp.sum(a[~in_new] ** 2) + xp.sum(b[~in_old] ** 2))
+        return math.sqrt(max(float(sq), 0.0))
+
+    def outlier_norms(self, outliers, centers):
+        """Euclidean ||o_n||_2 of the outlier rows."""
+        rows = self.outlier_rows(outliers, centers)
+        return xp_sqrt(rowdot(rows, rows, self.xp), self.xp)
+
+    def outlier_norm(self, outliers, centers):
+        """||O||_F."""
+        if outliers.count == 0:
+            return 0.0
+        return self.centre_norm(self.outlier_rows(outliers, centers))
+
+
+def xp_sqrt(a, xp):
+    return np.sqrt(a) if xp is np else xp.sqrt(a)
+
+
+class KernelGeometry:
+    """Points given by a kernel matrix K (or their kernel rows against training points).
+
+    A centre is a row b of coefficients over the N training points,
+    m = sum_n b_n phi(x_n) (eq. (31)); the centres of a state are the C x N
+    matrix B^T.  The products are K B (the O(N^2 C) work of an iteration) and
+    B^T K B; sums of weighted points are weight matrices themselves (the
+    point phi(x_n) is the coefficient vector e_n), and outlier vectors
+    o_n = s_n (phi(x_n) - sum_c w_nc m_c) are combinations of e_n and the
+    rows of B (eqs. (33)-(36)).  NumPy only.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n_samples, n_samples) or None
+        The (centred) training kernel matrix.
+    feature_dim : int or None
+        Dimension of the feature space when it is known (linear and cosine
+        kernels: n_features), None otherwise.
+    rows, diag, center_gram : ndarrays, optional
+        For new points: their kernel rows against the training points
+        (n_new, N), their k(x, x), and B^T K B of the fitted centres.
+    """
+
+    kernel = True
+    xp = np
+    is_numpy = True
+    sparse = False
+
+    def __init__(self, K=None, feature_dim=None, *, rows=None, diag=None, center_gram=None):
+        self.K = K if rows is None else rows
+        self.training = rows is None
+        self.sq_norms = np.ascontiguousarray(np.diag(K) if diag is None else diag,
+                                             dtype=np.float64)
+        self.n_samples = self.K.shape[0]
+        self.dim = self.K.shape[1]
+        self.feature_dim = feature_dim
+        self.dtype = np.dtype(np.float64)
+        self._center_gram = center_gram
+
+    def products(self, centers, metric=None):
+        """K B and B^T K B for the coefficient rows ``centers`` = B^T, (N, C) and (C, C)."""
+        if metric is not None:
+            raise ValueError("kernel geometries have no Mahalanobis metric")
+        KB = self.K @ centers.T
+        if self.training:
+            G = centers @ KB
+            G = (G + G.T) / 2.0
+        else:
+            G = self._center_gram
+        return Products(KB, G, self.sq_norms, np)
+
+    def point_sums(self, V):
+        """sum_n V_nc e_n: the weights themselves, as C x N coefficient rows."""
+        if isinstance(V, Assignment):
+            V = V.dense(np)
+        return np.ascontiguousarray(V.T)
+
+    def outlier_sums(self, V, outliers, centers):
+        """sum_n V_nc o_n in coefficients, (C, N): eq. (36) summed as in eq. (32)."""
+        if outliers.count == 0:
+            return None
+        index, s, W = outliers.index, outliers.shrink, outliers.weights
+        Vk = weight_rows(V, index, np)
+        sV = s[:, None] * Vk
+        out = np.zeros((Vk.shape[1], self.n_samples))
+        out[:, index] = sV.T
+        Wk = _weight_rows(W, Vk.shape[1])
+        return out - (Wk.T @ sV).T @ centers
+
+    def point_centers(self, index):
+        """Centres on the training points ``index``: rows e_n."""
+        B = np.zeros((len(index), self.n_samples))
+        B[np.arange(len(index)), index] = 1.0
+        return B
+
+    def outlier_norms(self, outliers, centers=None):
+        """||o_n|| in feature space (eq. (38))."""
+        return outliers.sizes if outliers.euclidean is None else outliers.euclidean
+
+    def outlier_norm(self, outliers, centers=None):
+        """||O||_F in feature space."""
+        e = self.outlier_norms(outliers)
+        return math.sqrt(float(np.dot(e, e)))
+
+    def centre_norm(self, centers, products):
+        """||M||_F in feature space: sqrt(trace(B^T K B))."""
+        return math.sqrt(max(float(np.trace(products.gram)), 0.0))
+
+    def centre_shift(self, old, new, old_products, new_products):
+        """||M_new - M_old||_F in feature space, from K B of both."""
+        dB = new - old
+        return math.sqrt(max(float(np.einsum("cn,nc->", dB, new_products.cross
+                                             - old_products.cross)), 0.0))
+
+    def outlier_shift(self, old, new, old_centers, new_centers, old_products, new_products):
+        """||O_new - O_old||_F in feature space, each O in the shrink form on its own B.
+
+        Row n of the difference is (s'_n - s_n) phi_n - (s'_n M' w'_n - s_n M w_n).
+        """
+        ia, ib = old.index, new.index
+        union = np.union1d(ia, ib)
+        if len(union) == 0:
+            return 0.0
+        C = old_products.cross.shape[1]
+        s0, s1 = np.zeros(len(union)), np.zeros(len(union))
+        c0, c1 = np.zeros((len(union), C)), np.zeros((len(union), C))
+        pa, pb = np.searchsorted(union, ia), np.searchsorted(union, ib)
+        s0[pa], s1[pb] = old.shrink, new.shrink
+        c0[pa] = old.shrink[:, None] * _weight_rows(old.weights, C)
+        c1[pb] = new.shrink[:, None] * _weight_rows(new.weights, C)
+        ds = s1 - s0
+        KB0, KB1 = old_products.cross, new_products.cross
+        cross = new_centers @ KB0  # B'^T K B
+        lin = (np.einsum("kc,kc->k", KB1[union], c1) - np.einsum("kc,kc->k", KB0[union], c0))
+        quad = (np.einsum("kc,kc->k", c1 @ new_products.gram, c1)
+                - 2.0 * np.einsum("kc,kc->k", c1 @ cross, c0)
+                + np.einsum("kc,kc->k", c0 @ old_products.gram, c0))
+        sq = ds * ds * self.sq_norms[union] - 2.0 * ds * lin + quad
+        return math.sqrt(max(float(sq.sum()), 0.0))
+
+
+def _weight_rows(W, C):
+    """Rows of residual weights as a dense (k, C) matrix (labels become one-hot)."""
+    return onehot(W, C, np) if W.ndim == 1 else W
+
+

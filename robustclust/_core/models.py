@@ -1,0 +1,515 @@
+"""The models: robust K-means and the robust Gaussian mixture, each block update once.
+
+A model knows the paper's updates of its own blocks and nothing about the
+data's representation: it asks the geometry for products and sums, the
+penalty for the O-step (:func:`robustclust._core.penalties.outlier_step`), and
+hands states back to the driver (:class:`robustclust._core.solver.Solver`).
+
+:class:`KMeansModel` (Algorithms 1 and 3)
+    U-step eq. (14) (q > 1) or eq. (15) (q = 1); M-step eq. (9) (eq. (32) in
+    coefficients), or for hard K-means with the convex group penalty its IRLS
+    form (see :meth:`KMeansModel.centre_weights`); empty clusters reseeded.
+:class:`MixtureModel` (Algorithms 2 and 4)
+    E-step eq. (20); mixing weights eq. (22); means eq. (23); covariance step
+    eq. (26): the exact root of eq. (27) for sigma^2 I, a majorized closed form
+    for diagonal and full Sigma; the initial parameters from initial means.
+
+Update order within one iteration (the driver calls :meth:`iterate`):
+
+* K-means: M-step from (U, O) -> O-step at the new centres with the previous
+  residual weights -> U-step with the new O.
+* Mixture: pi and means from (gamma, O) -> O-step with the previous Sigma ->
+  Sigma-step -> E-step (which gives the cost, eq. (8)).
+
+The closed forms that go beyond the paper, for the mixture with a common
+Sigma: since sum_c gamma_nc = 1,
+
+    sum_c gamma_nc / 2 ||x_n - m_c - o||^2_{Sigma^-1} = 1/2 ||r_n - o||^2_{Sigma^-1} + const
+
+with r_n = x_n - sum_c gamma_nc m_c, so in whitened coordinates the O-step
+(eq. (24)) is a plain group-lasso prox, o_n = r_n [1 - tau_n / ||r_n||_{Sigma^-1}]_+
+(eq. (25) for Sigma = sigma^2 I).  The Sigma-step minimizes
+1/2 tr(Sigma^-1 S) + N/2 log det Sigma + sum_n lam_n ||o_n||_{Sigma^-1} with
+S = sum_n sum_c gamma_nc (y_n - m_c)(y_n - m_c)^T, y_n = x_n - o_n:
+
+* spherical: the exact positive root of eq. (27) (with sum_n lam_n ||o_n||_2
+  in place of lam sum_n ||o_n|| for the log penalty);
+* diagonal or full: sqrt(q) <= sqrt(q0) + (q - q0) / (2 sqrt(q0)) for the
+  concave q -> sqrt(q), q = o^T Sigma^-1 o, at the current Sigma_0, so the
+  majorizer is 1/2 tr(Sigma^-1 B) + N/2 log det Sigma with
+  B = S + sum_n (lam_n / ||o_n||_{Sigma_0^-1}) o_n o_n^T, minimized by B / N
+  (its diagonal for "diag").  It touches the cost at Sigma_0, so the step
+  never increases it.
+
+``reg_covar`` is a floor on the eigenvalues (variances) applied as the exact
+minimizer over {Sigma >= floor I} (:func:`covariance.floor_covariance`).  Each
+step minimizes (or minimizes a majorizer of) the cost over its block, so the
+cost never increases (Propositions 2 and 3).
+"""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from .backend import asarray, bincount, flatnonzero, logsumexp, minimum, pick, take, where
+from .covariance import Covariance, consistency_factor, floor_covariance
+from .geometry import Assignment
+from .penalties import outlier_step, penalty_values
+from .state import State, no_outliers
+
+_LOG_2PI = math.log(2 * math.pi)
+#: Added to the component sizes: keeps empty components' weights positive.
+_TINY = 10 * np.finfo(float).eps
+
+
+# -- memberships -------------------------------------------------------------------
+def fuzzy_memberships(costs, q, xp=np):
+    """Minimizer of sum_c u_c^q costs_c over the simplex, row by row (eq. (14)).
+
+    Written as ``u_c = r_c^a / sum r^a`` with ``r_c = min(costs) / costs_c`` and
+    ``a = 1 / (q - 1)`` so that nothing overflows as q -> 1+ (the result tends
+    to the hard rule of eq. (15)); a row with a zero cost shares its mass
+    between its zero-cost clusters.
+    """
+    if xp is np:
+        costs = np.asarray(costs, dtype=np.float64)
+        cmin = costs.min(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(cmin > 0, cmin / costs, (costs == 0).astype(np.float64))
+        u = ratio ** (1.0 / (q - 1.0))
+        u /= u.sum(axis=1, keepdims=True)
+        return u
+    cmin = xp.min(costs, axis=1, keepdims=True)
+    safe = where(costs > 0, costs, 1.0, xp)
+    ratio = where(cmin > 0, cmin / safe, xp.astype(costs == 0, xp.float64), xp)
+    u = ratio ** (1.0 / (q - 1.0))
+    return u / xp.sum(u, axis=1, keepdims=True)
+
+
+def residual_weights(memberships, q, xp=np):
+    """Rows u_n^q / sum_c u_nc^q: the weights of the soft residual r_n (eq. (12)).
+
+    Scaled by the row maximum first so that u^q cannot underflow to 0 / 0.
+    """
+    wq = (memberships / xp.max(memberships, axis=1, keepdims=True)) ** q
+    return wq / xp.sum(wq, axis=1, keepdims=True)
+
+
+def worst_fitting_inliers(point_costs, outlier_mask, k, xp=np):
+    """Indices of the k non-outliers with the largest cost: reseeds for empty clusters."""
+    costs = where(outlier_mask, -math.inf, point_costs, xp)
+    if xp is np:
+        return np.argsort(-costs, kind="stable")[:k]
+    return xp.argsort(-costs, stable=True)[:k]
+
+
+def _divide_rows(sums, totals, fallback, xp):
+    """sums / totals row by row; rows with total <= 0 keep ``fallback``."""
+    if xp is np:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(totals[:, None] > 0, sums / totals[:, None], fallback)
+    safe = where(totals > 0, totals, 1.0, xp)
+    return where(totals[:, None] > 0, sums / safe[:, None], xp.astype(fallback, sums.dtype), xp)
+
+
+class KMeansModel:
+    """Robust (soft) K-means: Algorithm 1 (linear) and Algorithm 3 (kernel).
+
+    Parameters
+    ----------
+    n_clusters : int
+    q : float
+        Fuzzifier; q = 1 is hard K-means.
+    irls : bool, default=True
+        For q = 1 and the convex group penalty, the IRLS centre step (same
+        fixed points as eq. (9), fewer iterations); False is eq. (9) itself.
+    """
+
+    mixture = False
+    #: lam = 0 is a valid problem: every point with a residual is flagged.
+    zero_lambda_ok = True
+    #: the O-step's lambda is the model's (threshold lam / 2).
+    penalty_scale = 1.0
+
+    def __init__(self, n_clusters, q=1.0, irls=True):
+        self.n_clusters = n_clusters
+        self.q = float(q)
+        self.hard = self.q == 1.0
+        self.irls = irls
+
+    # -- pieces ------------------------------------------------------------------------
+    def residual_weights(self, solver, labels, memberships):
+        """W of the residuals r_n (eq. (12)): the labels (hard) or u^q / sum u^q."""
+        if memberships is None:
+            return labels
+        return residual_weights(memberships, self.q, solver.xp)
+
+    def uses_irls(self, penalty):
+        return self.irls and self.hard and penalty.name == "group" and not penalty.weighted
+
+    def membership_step(self, solver, products, outliers, lam, penalty, centers):
+        """U-step: eq. (15) (q = 1) or eq. (14) (q > 1) with the current O.
+
+        Returns (labels, memberships or None, point costs).
+        """
+        xp = solver.xp
+        if outliers.count:
+            D = solver.outlier_distances(products, outliers, centers)
+            D = D + (lam * penalty_values(penalty, outliers, xp))[:, None]
+        elif self.hard:
+            T = _diag(products.gram, xp)[None, :] - 2.0 * products.cross
+            labels = xp.argmin(T, axis=1)
+            return labels, None, xp.maximum(products.diag + pick(T, labels, xp), 0.0)
+        else:
+            D = products.sq_distances()
+        if self.hard:
+            labels = xp.argmin(D, axis=1)
+            return labels, None, pick(D, labels, xp)
+        U = fuzzy_memberships(D, self.q, xp)
+        costs = xp.sum(U**self.q * D, axis=1)
+        return xp.argmax(U, axis=1), U, costs
+
+    def centre_weights(self, solver, state, lam, penalty):
+        """V of the centre step and whether the outliers are subtracted (eq. (9)).
+
+        q > 1: u_nc^q w_n.  q = 1: w_n on the point's cluster; with the convex
+        group penalty, the IRLS form: for fixed labels, minimizing over O
+        leaves each point the Huber cost H(||x_n - m_c||) with knee lam / 2,
+        and the (M, O) block is Huber location estimation.  Its IRLS step,
+        m_c = sum w_n a_n x_n / sum w_n a_n with a_n = min(1, (lam/2) /
+        ||x_n - m_{c(n)}||), minimizes a quadratic majorizer of the cost that
+        touches it at the current iterate, so it never increases the cost of
+        eq. (5); its fixed points are those of eq. (9) (centres equal the means
+        of x_n - o_n), but where eq. (9) moves a centre by a step shrunk by
+        the share of flagged points, IRLS does not, so runs with many
+        outliers (the bottom of a path) need far fewer iterations.
+        """
+        xp = solver.xp
+        w = solver.sample_weight
+        if not self.hard:
+            return state.memberships**self.q * w[:, None], True
+        if not self.uses_irls(penalty):
+            return Assignment(state.labels, w, self.n_clusters), True
+        if state.n_outliers == 0:
+            return Assignment(state.labels, w, self.n_clusters), False
+        # a_n = min(1, (lam/2) / ||x_n - m_c(n)||) for the outliers, 1 for the others
+        d = xp.sqrt(solver.label_distances(state))
+        flagged = solver.dense(state.outliers).shrink_full > 0
+        safe = where(d > 0, d, 1.0, xp)
+        a = where(flagged & (d > 0), minimum(1.0, (lam / 2.0) / safe, xp), 1.0, xp)
+        return Assignment(state.labels, w * a, self.n_clusters), False
+
+    def centre_step(self, solver, state, lam, penalty):
+        """The next centres: eq. (9) / eq. (32), or the IRLS step, then reseeding."""
+        xp = solver.xp
+        geometry = solver.geometry
+        V, subtract = self.centre_weights(solver, state, lam, penalty)
+        sums = geometry.point_sums(V)
+        if subtract and state.n_outliers:
+            sums = sums - geometry.outlier_sums(V, state.outliers, state.centers)
+        totals = V.totals(xp) if isinstance(V, Assignment) else xp.sum(V, axis=0)
+        return self.divide(solver, sums, totals, state)
+
+    def divide(self, solver, sums, totals, state):
+        """Centres from their numerators and denominators; empty clusters reseeded.
+
+        As scikit-learn's K-means does (q = 1), a centre without members is
+        moved to the inlier that fits worst; outliers are never used as seeds.
+        A centre with no members does not enter the cost, so this cannot
+        increase it.
+        """
+        xp = solver.xp
+        centers = _divide_rows(sums, totals, state.centers, xp)
+        centers = solver.geometry_dtype(centers)
+        if not self.hard or bool(xp.all(totals > 0)):
+            return centers
+        # zero weight can also mean members that all carry an IRLS weight of 0
+        # (lam = 0); those clusters are not empty and keep their centre
+        members = bincount(state.labels, solver.sample_weight, self.n_clusters, xp)
+        empty = flatnonzero(members <= 0, xp)
+        if empty.shape[0] == 0:
+            return centers
+        flagged = solver.dense(state.outliers).sizes_full > 0
+        far = worst_fitting_inliers(state.point_costs, flagged, empty.shape[0], xp)
+        host = np.array(solver.to_host(centers))
+        host[solver.to_host(empty)] = solver.to_host(solver.geometry.point_centers(far))
+        return asarray(host, xp, like=centers)
+
+    # -- the driver's calls ----------------------------------------------------------------
+    def iterate(self, solver, state, lam, penalty):
+        """One BCD iteration: M-step, O-step, U-step (Algorithm 1 / 3)."""
+        centers = self.centre_step(solver, state, lam, penalty)
+        products = solver.geometry.products(centers)
+        return self.fixed_centre_step(solver, state, centers, products, lam, penalty)
+
+    def fixed_centre_step(self, solver, state, centers, products, lam, penalty):
+        """O-step (with the residual weights of ``state``) then U-step, centres fixed."""
+        W = self.residual_weights(solver, state.labels, state.memberships)
+        r2 = products.residual_sq_norms(W)
+        outliers = outlier_step(penalty, lam, r2, W, state.outliers, solver.xp,
+                                residuals=solver.residual_rows(centers, W))
+        labels, U, costs = self.membership_step(solver, products, outliers, lam, penalty,
+                                                centers)
+        return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs))
+
+    def start(self, solver, centers, products):
+        """The state of centres with O = 0: memberships that best fit them."""
+        outliers = no_outliers(solver.geometry.n_samples, solver.xp, like=products.diag)
+        labels, U, costs = self.membership_step(solver, products, outliers, math.inf,
+                                                solver.penalty, centers)
+        return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs))
+
+    def clean_costs(self, solver, products):
+        """Each point's best cost without outlier term: min_u sum_c u^q ||x - m_c||^2."""
+        xp = solver.xp
+        D = products.sq_distances()
+        if self.hard:
+            return xp.min(D, axis=1)
+        U = fuzzy_memberships(D, self.q, xp)
+        return xp.sum(U**self.q * D, axis=1)
+
+    def residual_max(self, solver, state, penalty):
+        """max_n ||r_n|| (group) or max_{n,j} |r_nj| (elementwise) at ``state``."""
+        W = self.residual_weights(solver, state.labels, state.memberships)
+        if penalty.row_sparse:
+            products = solver.products_of(state)
+            return math.sqrt(float(solver.xp.max(products.residual_sq_norms(W))))
+        residuals = solver.residual_rows(state.centers, W)
+        best = 0.0
+        n = solver.geometry.n_samples
+        for start in range(0, n, 4096):
+            rows = np.arange(start, min(start + 4096, n))
+            best = max(best, float(np.abs(residuals(rows)).max()))
+        return best
+
+    def lambda_max(self, solver, state):
+        """Smallest lam at which the O-step from O = 0 flags nothing."""
+        return solver.penalty.lambda_max(self.residual_max(solver, state, solver.penalty))
+
+    def point_scores(self, solver, state):
+        """Per-point costs of the l0 problem (eq. (3)) at the state's centres."""
+        return solver.sample_weight * self.clean_costs(solver, solver.products_of(state))
+
+
+class MixtureModel:
+    """Robust probabilistic clustering (RPC): Algorithm 2 (linear) and 4 (kernel).
+
+    A Gaussian mixture with one covariance common to all components, of kind
+    ``"spherical"`` (the paper's sigma^2 I; the only kind in kernel feature
+    spaces), ``"diag"`` or ``"full"``.
+
+    Parameters
+    ----------
+    n_components : int
+    kind : {"spherical", "diag", "full"}
+    reg_covar : float
+        Floor on the variances (eigenvalues) of Sigma, in the solver's units.
+    dim : int
+        Dimension P of eq. (27): n_features, or the kernel feature space's.
+    """
+
+    mixture = True
+    #: lam = 0 makes eq. (8) unbounded below (Section II-B): never solve at it.
+    zero_lambda_ok = False
+    #: the O-step threshold is lam itself: the penalty is handed 2 lam.
+    penalty_scale = 2.0
+    zero_lambda_message = (
+        "lam=0 makes the cost of eq. (8) unbounded below (Section II-B of the "
+        "paper): o_n = x_n - m_c with Sigma -> 0; use lam > 0.")
+
+    def __init__(self, n_components, kind, reg_covar, dim):
+        self.n_clusters = n_components
+        self.kind = kind
+        self.reg_covar = reg_covar
+        self.dim = int(dim)
+        self.hard = False
+
+    # -- pieces ------------------------------------------------------------------------
+    def e_step(self, solver, D, weights, cov, sizes, lam, penalty):
+        """Posteriors (eq. (20)), per-point log-likelihoods and the cost of eq. (8).
+
+        ``D`` holds the Mahalanobis squared distances ||x_n - o_n - m_c||^2,
+        ``sizes`` the outliers' ||o_n||_{Sigma^-1}.
+        """
+        xp = solver.xp
+        log_w = xp.log(asarray(weights, xp, like=D))
+        log_prob = log_w[None, :] - 0.5 * (self.dim * _LOG_2PI + cov.log_det + D)
+        log_norm = logsumexp(log_prob, xp)
+        resp = xp.exp(log_prob - log_norm[:, None])
+        cost = -float(xp.sum(log_norm))
+        if sizes is not None and sizes.shape[0]:
+            cost += lam * float(xp.sum(penalty.value_of_norms(sizes, xp)))
+        return resp, log_norm, cost
+
+    def distances(self, solver, products, outliers, centers):
+        """||x_n - o_n - m_c||^2 in the products' metric, (N, C)."""
+        if outliers.count:
+            return solver.outlier_distances(products, outliers, centers)
+        return products.sq_distances()
+
+    def covariance_step(self, solver, lam, penalty, resp, nk, centers, outliers, D_raw):
+        """eq. (26)/(27): exact root (spherical) or the majorized closed form."""
+        xp = solver.xp
+        N, P = solver.geometry.n_samples, self.dim
+        lam_n = None
+        if outliers.count:
+            t0 = outliers.sizes  # ||o_n||_{Sigma_old^-1}
+            if penalty.weighted:
+                lam_n = lam / (t0 + penalty.eps)
+            else:
+                lam_n = xp.full(outliers.count, float(lam)) if xp is not np else \
+                    np.full(outliers.count, float(lam))
+        if self.kind == "spherical":
+            trace = float(xp.sum(resp * D_raw))
+            a = float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0
+            h = a / (2.0 * N * P)
+            sigma = h + math.sqrt(max(trace, 0.0) / (N * P) + h * h)
+            return Covariance("spherical", max(sigma * sigma, self.reg_covar), P)
+        S = solver.geometry.scatter(resp, nk, centers, outliers,
+                                    lam_n if outliers.count else None,
+                                    outliers.sizes if outliers.count else None)
+        S = np.asarray(solver.to_host(S), dtype=np.float64)
+        if self.kind == "diag":
+            return Covariance("diag", floor_covariance("diag", np.diag(S) / N, self.reg_covar), P)
+        return Covariance("full", floor_covariance("full", S / N, self.reg_covar), P)
+
+    # -- the driver's calls ----------------------------------------------------------------
+    def iterate(self, solver, state, lam, penalty):
+        """One EM iteration (Algorithm 2 / 4)."""
+        xp = solver.xp
+        geometry = solver.geometry
+        resp = state.memberships
+        nk = xp.sum(resp, axis=0) + _TINY
+        weights = nk / xp.sum(nk)
+        sums = geometry.point_sums(resp)
+        if state.n_outliers:
+            sums = sums - geometry.outlier_sums(resp, state.outliers, state.centers)
+        centers = sums / nk[:, None]
+        cov_old = state.covariance
+        products = geometry.products(centers, cov_old.metric)
+        outliers = self.outlier_step(solver, products, cov_old, resp, state.outliers, lam,
+                                     penalty)
+        if self.kind == "spherical":
+            # Euclidean products: the new variance only rescales the distances
+            D = self.distances(solver, products, outliers, centers)
+            cov = self.covariance_step(solver, lam, penalty, resp, nk, centers, outliers, D)
+            D = D * cov.scale
+        else:
+            cov = self.covariance_step(solver, lam, penalty, resp, nk, centers, outliers, None)
+            products = geometry.products(centers, cov.metric)
+            D = self.distances(solver, products, outliers, centers)
+        return self._state(solver, centers, products, weights, cov, outliers, D, lam, penalty)
+
+    def outlier_step(self, solver, products, cov, resp, prev, lam, penalty):
+        """eq. (24)/(25): o_n = r_n [1 - tau_n / ||r_n||_{Sigma^-1}]_+ with tau_n = lam."""
+        r2 = products.residual_sq_norms(resp) * cov.scale
+        outliers = outlier_step(penalty, self.penalty_scale * lam, r2, resp, prev, solver.xp)
+        if cov.kind == "spherical":
+            outliers.euclidean = outliers.sizes / math.sqrt(cov.scale)
+        return outliers
+
+    def _state(self, solver, centers, products, weights, cov, outliers, D, lam, penalty):
+        """The state after an E-step at these parameters (outlier sizes in Sigma's norm)."""
+        xp = solver.xp
+        if outliers.count:
+            outliers = self.with_metric_sizes(solver, products, outliers, cov)
+        resp, log_norm, cost = self.e_step(solver, D, weights, cov,
+                                           outliers.sizes if outliers.count else None,
+                                           lam, penalty)
+        return State(centers, products, xp.argmax(resp, axis=1), resp, outliers, -log_norm,
+                     cost, weights=weights, covariance=cov)
+
+    def with_metric_sizes(self, solver, products, outliers, cov):
+        """The outliers with ``sizes`` = ||o_n|| in the norm of ``cov``."""
+        xp = solver.xp
+        r2 = products.residual_sq_norms(outliers.weights_full) * cov.scale
+        sizes_full = outliers.shrink_full * xp.sqrt(r2)
+        return replace(outliers, sizes=take(sizes_full, outliers.index, xp),
+                       sizes_full=sizes_full)
+
+    def fixed_centre_step(self, solver, state, centers, products, lam, penalty):
+        """O-step then E-step with the parameters of ``state`` held fixed."""
+        cov = state.covariance
+        outliers = self.outlier_step(solver, products, cov, state.memberships, state.outliers,
+                                     lam, penalty)
+        D = self.distances(solver, products, outliers, centers) * cov.scale
+        return self._state(solver, centers, products, state.weights, cov, outliers, D, lam,
+                           penalty)
+
+    def start(self, solver, centers, products, weights, cov):
+        """The state of parameters with O = 0 (E-step)."""
+        outliers = no_outliers(solver.geometry.n_samples, solver.xp, like=products.diag)
+        D = products.sq_distances() * cov.scale
+        return self._state(solver, centers, products, weights, cov, outliers, D, math.inf,
+                           solver.penalty)
+
+    def initial_parameters(self, solver, centers, exclude=None):
+        """Initial (pi, Sigma) from initial means: a robust nearest-mean partition.
+
+        pi: the proportions of the nearest-mean partition.  Sigma: the scatter
+        of the half of the points closest to their mean, times the consistency
+        factor 0.5 / F_{chi^2_{P+2}}(median of chi^2_P) that makes it unbiased
+        for Gaussian clusters (as in the minimum covariance determinant).  A
+        scatter of all points would be inflated by the outliers, and the
+        threshold lam sqrt(Sigma) of the first O-steps with it.  ``exclude``
+        (bool mask) leaves points out as well.  Returns (products, pi, Sigma).
+        """
+        xp = solver.xp
+        geometry = solver.geometry
+        products = geometry.products(centers)
+        D = products.sq_distances()
+        labels = xp.argmin(D, axis=1)
+        d2 = pick(D, labels, xp)
+        counts = bincount(labels, None if xp is np else xp.ones_like(d2), self.n_clusters, xp)
+        weights = (counts + _TINY) / (xp.sum(counts) + _TINY * self.n_clusters)
+        n = geometry.n_samples
+        d2h = solver.to_host(d2)
+        keep = np.ones(n, bool) if exclude is None else ~np.asarray(exclude, dtype=bool)
+        keep &= d2h <= np.median(d2h[keep])
+        idx = np.flatnonzero(keep)
+        count = max(len(idx), 1)
+        factor = consistency_factor(self.dim)
+        if self.kind == "spherical":
+            value = max(factor * float(d2h[idx].sum()) / (count * self.dim), self.reg_covar)
+            if value <= 0:  # every kept point on its mean
+                value = 1.0
+        else:
+            idx_x = asarray(idx, xp, like=d2)
+            R = solver.to_host(geometry.residual_rows(centers, take(labels, idx_x, xp), idx_x))
+            if self.kind == "diag":
+                value = floor_covariance("diag", factor * (R * R).sum(0) / count, self.reg_covar)
+            else:
+                value = floor_covariance("full", factor * (R.T @ R) / count, self.reg_covar)
+            if np.all(np.asarray(value) <= 0):
+                value = np.asarray(value) + 1.0
+        return products, weights, Covariance(self.kind, value, self.dim)
+
+    def clean_costs(self, solver, state):
+        """Negative log-likelihood of each point with o = 0 at the state's parameters."""
+        products = solver.products_of(state)
+        D = products.sq_distances() * state.covariance.scale
+        _, log_norm, _ = self.e_step(solver, D, state.weights, state.covariance, None,
+                                     math.inf, solver.penalty)
+        return -log_norm
+
+    def residual_max(self, solver, state):
+        """max_n ||r_n||_{Sigma^-1} at ``state``."""
+        products = solver.products_of(state)
+        r2 = products.residual_sq_norms(state.memberships) * state.covariance.scale
+        return math.sqrt(float(solver.xp.max(r2)))
+
+    def lambda_max(self, solver, state):
+        """max_n ||r_n||_{Sigma^-1} at a lam = inf fixed point: the O-step threshold
+        is lam itself, so just below it one point is flagged."""
+        return self.residual_max(solver, state)
+
+    def point_scores(self, solver, state):
+        """Per-point costs of the trimmed likelihood: -log p(x_n) with o = 0."""
+        return self.clean_costs(solver, state)
+
+
+def _diag(A, xp):
+    return np.diag(A) if xp is np else xp.linalg.diagonal(A)
+
+

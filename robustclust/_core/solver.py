@@ -1,0 +1,294 @@
+"""The driver: one loop, one stopping rule and one signature for every model.
+
+:class:`Solver` strings a geometry, a model and a pair of penalties together
+and offers the calls that lambda selection (:mod:`robustclust._core.selection`),
+the regularization path and the estimators use:
+
+* ``init_state(init, lam=None)``: a cold state from an initialisation (initial
+  centres; for the mixture, (means, points to leave out of the initial
+  covariance)), with the O- and U-steps run at the initial centres when lam
+  is finite (the cycle M -> O -> U simply starts at O);
+* ``run(state, lam, weighted=False)``: iterations at lam until the stopping
+  rule holds;
+* ``assign(start, stages)``: memberships and outliers of the geometry's
+  points with the centres of a fitted state held fixed (``predict``);
+* ``lambda_max(state)``, ``trimmed_cost(state, s)``, ``default_lambda(state)``,
+  ``zero_lambda_ok``.
+
+The stopping rule is the paper's ||M_t - M_{t-1}||_F <= tol ||M_t||_F, plus
+the outlier matrix settling in the same relative sense,
+||O_t - O_{t-1}||_F <= tol max(||O_t||_F, ||M_t||_F): a run started from a
+converged solution with a new penalty must let O settle too.
+"""
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from .. import _progress
+from . import _fused
+from .backend import asarray, scalar, to_numpy
+from .geometry import dense_rows
+from .state import dense_outliers
+from .selection import DEFAULT_FALSE_ALARM, default_lambda, robust_distance_threshold
+from .threads import blas_limits
+
+
+class Solver:
+    """Runs a model on a geometry for any lambda, warm-started from any state.
+
+    Parameters
+    ----------
+    geometry : LinearGeometry or KernelGeometry
+    model : KMeansModel or MixtureModel
+    penalty : GroupPenalty or ElementwisePenalty
+        The convex penalty.
+    log_penalty : same class with ``weighted=True``, optional
+        The penalty of weighted runs.
+    sample_weight : array of shape (N,), optional
+    max_iter, tol, verbose : see the estimators.
+    """
+
+    def __init__(self, geometry, model, penalty, log_penalty=None, *, sample_weight=None,
+                 max_iter=300, tol=1e-6, verbose=0):
+        if not penalty.row_sparse and (geometry.kernel or model.mixture):
+            where = "a kernel feature space" if geometry.kernel else "the mixture's Sigma^-1 norm"
+            raise ValueError(f"penalty='{penalty.name}' thresholds coordinates one by one, "
+                             f"which {where} does not have; use penalty='group'.")
+        self.geometry = geometry
+        self.model = model
+        self.penalty = penalty
+        self.log_penalty = log_penalty
+        self.xp = geometry.xp
+        n = geometry.n_samples
+        if sample_weight is None:
+            sample_weight = asarray(np.ones(n), self.xp, like=geometry.sq_norms)
+        self.sample_weight = sample_weight
+        self.n_clusters = model.n_clusters
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    @property
+    def zero_lambda_ok(self):
+        return self.model.zero_lambda_ok
+
+    @property
+    def is_numpy_backend(self):
+        return self.geometry.is_numpy
+
+    def blas(self):
+        """Context for work on this solver's data: BLAS threads as :mod:`.threads` says."""
+        return blas_limits(self)
+
+    # -- what the models ask ------------------------------------------------------------
+    def objective_of(self, costs):
+        """sum_n w_n costs_n."""
+        return scalar(self.xp.sum(self.sample_weight * costs))
+
+    def to_host(self, array):
+        return to_numpy(array, self.xp)
+
+    def geometry_dtype(self, centers):
+        """Centres in the precision the geometry keeps them in (the data's)."""
+        dtype = self.geometry.dtype
+        if self.xp is np:
+            return centers.astype(dtype, copy=False)
+        return self.xp.astype(centers, dtype)
+
+    def products_of(self, state):
+        """The state's products (computed when a compiled pass did not keep them)."""
+        if state.products is not None:
+            return state.products
+        metric = state.covariance.metric if state.covariance is not None else None
+        return self.geometry.products(state.centers, metric)
+
+    def outlier_distances(self, products, outliers, centers):
+        """||x_n - o_n - m_c||^2 for every point and centre, (N, C) (eq. (37)).
+
+        The shrink form through the products; explicit rows (entry-wise
+        penalty, NumPy) through the points themselves.
+        """
+        if not outliers.explicit:
+            return products.removed_sq_distances(outliers.shrink_full, outliers.weights_full)
+        D = products.sq_distances()
+        Y = dense_rows(self.geometry.X, outliers.index) - outliers.rows
+        M = np.asarray(centers, dtype=np.float64)
+        D[outliers.index] = np.maximum(np.einsum("ij,ij->i", Y, Y)[:, None] - 2.0 * Y @ M.T
+                                       + np.einsum("cj,cj->c", M, M)[None, :], 0.0)
+        return D
+
+    def label_distances(self, state):
+        """||x_n - m_{label_n}||^2 for every point."""
+        return self.products_of(state).residual_sq_norms(state.labels)
+
+    def dense(self, outliers):
+        """``outliers`` with their per-point vectors (filled in for the compiled pass's)."""
+        return dense_outliers(outliers, self.geometry.n_samples)
+
+    def residual_rows(self, centers, W):
+        """``rows -> residual rows`` for the entry-wise O-step (None for the group one)."""
+        if self.penalty.row_sparse:
+            return None
+        return lambda rows: self.geometry.residual_rows(centers, W[rows], rows)
+
+    # -- the interface of lambda selection ---------------------------------------------
+    def init_state(self, init, lam=None):
+        """Cold state from ``init``; with a finite lam, O and U (or E) at it too."""
+        model = self.model
+        finite = lam is not None and np.isfinite(lam)
+        lam = None if lam is None else float(lam)
+        if model.mixture:
+            centers, exclude = init
+            centers = asarray(centers, self.xp, like=self.geometry.sq_norms,
+                              dtype=np.float64 if self.xp is np else self.xp.float64)
+            products, weights, cov = model.initial_parameters(self, centers, exclude)
+            if cov.metric is not None:
+                products = self.geometry.products(centers, cov.metric)
+            state = model.start(self, centers, products, weights, cov)
+        else:
+            centers = self.geometry_dtype(asarray(init, self.xp, like=self.geometry.sq_norms))
+            if _fused.eligible(self, self.penalty):
+                return _fused.init_state(self, np.array(centers), lam)
+            products = self.geometry.products(centers)
+            state = model.start(self, centers, products)
+        if finite:
+            state = model.fixed_centre_step(self, state, state.centers, state.products, lam,
+                                            self.penalty)
+        return state
+
+    def run(self, state, lam, weighted=False):
+        """Iterations at ``lam`` from ``state`` until the stopping rule holds."""
+        lam = float(lam)
+        penalty = self.log_penalty if weighted else self.penalty
+        if _fused.eligible(self, penalty):
+            stepper = _fused.FusedStepper(self, lam, penalty)
+        else:
+            stepper = _Stepper(self, lam, penalty)
+        with blas_limits(self):
+            history, converged, it = [], False, 0
+            for it in range(1, self.max_iter + 1):
+                state, (c_shift, c_norm, o_shift, o_norm) = stepper.step(state)
+                history.append(state.objective)
+                _progress.iteration()
+                if self.verbose:
+                    print(f"  iteration {it}: objective {state.objective:.6g}, "
+                          f"outliers {state.n_outliers}")
+                if c_shift <= self.tol * c_norm and o_shift <= self.tol * max(o_norm, c_norm):
+                    converged = True
+                    break
+        return state.finished(history, it, converged)
+
+    def assign(self, start, stages, max_iter=100):
+        """Memberships and outliers of the geometry's points, centres fixed.
+
+        The O- and U-steps (E-steps) of the fit, alternated with the centres
+        (and the mixture's weights and Sigma) of the fitted state ``start``
+        held fixed until they settle.  ``stages`` is a list of (lam, weighted)
+        pairs run one after the other, each started from the previous one's
+        result, as in training: [(lam, False)] for the convex penalty,
+        [(lam_unweighted, False), (lam, True)] for the weighted variant,
+        whose MM reweighting starts from the unweighted solution.  For hard
+        K-means and the convex penalty one pass is exact: the nearest centre
+        and the prox of the residual (moving x toward its nearest centre keeps
+        that centre nearest).  Returns the final state.
+        """
+        model = self.model
+        centers = start.centers
+        cov = start.covariance
+        products = self.geometry.products(centers, cov.metric if cov is not None else None)
+        if model.mixture:
+            state = model.start(self, centers, products, start.weights, cov)
+        else:
+            state = model.start(self, centers, products)
+        for lam, weighted in stages:
+            lam = float(lam)
+            penalty = self.log_penalty if weighted else self.penalty
+            for _ in range(max_iter):
+                new = model.fixed_centre_step(self, state, centers, products, lam, penalty)
+                settled = _same_assignment(state, new, self.xp)
+                state = new
+                if settled:
+                    break
+        return state
+
+    def lambda_max(self, state):
+        """Smallest lam at which the O-step flags nothing, from ``state``."""
+        return self.model.lambda_max(self, state)
+
+    def trimmed_cost(self, state, n_trim):
+        """The l0-constrained cost of eq. (3) at the state's parameters.
+
+        For fixed centres the best choice of at most ``n_trim`` outliers is the
+        points with the largest cost; they cost nothing.  Comparable across
+        states whatever their own outlier counts (for the mixture, the
+        negative log-likelihood of all but the n_trim least likely points).
+        """
+        scores = np.array(self.to_host(self.model.point_scores(self, state)), dtype=np.float64)
+        if n_trim > 0:
+            scores[np.argpartition(-scores, n_trim - 1)[:n_trim]] = 0.0
+        return float(scores.sum())
+
+    def default_lambda(self, state):
+        """The data-driven lambda at ``state`` (see :mod:`robustclust._core.selection`).
+
+        K-means: the chi^2 rule on the distances to the nearest centre when the
+        feature dimension is known, else twice a robust 0.1% tail of those
+        distances.  Mixture: sqrt(chi^2_P quantile(0.999)) (lam is in
+        Mahalanobis units) when P is known, else a robust tail of the residual
+        norms over sigma.
+        """
+        dim = self.geometry.feature_dim
+        w = self.to_host(self.sample_weight)
+        products = self.products_of(state)
+        if self.model.mixture:
+            if dim is not None:
+                return math.sqrt(stats.chi2.isf(DEFAULT_FALSE_ALARM, dim))
+            r = np.sqrt(self.to_host(products.residual_sq_norms(state.memberships)))
+            return robust_distance_threshold(r) / math.sqrt(state.covariance.value)
+        d2 = np.asarray(self.to_host(self.xp.min(products.sq_distances(), axis=1)))
+        if dim is not None:
+            return default_lambda(d2, w, dim, self.penalty.name)
+        return 2.0 * robust_distance_threshold(np.sqrt(d2), w)
+
+
+class _Stepper:
+    """One iteration of the model in the array namespace, and how far it moved."""
+
+    def __init__(self, solver, lam, penalty):
+        self.solver = solver
+        self.lam = lam
+        self.penalty = penalty
+
+    def step(self, state):
+        solver = self.solver
+        g = solver.geometry
+        new = solver.model.iterate(solver, state, self.lam, self.penalty)
+        c_shift = g.centre_shift(state.centers, new.centers, state.products, new.products)
+        c_norm = g.centre_norm(new.centers, new.products)
+        o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
+                                  state.products, new.products)
+        return new, (c_shift, c_norm, o_shift, g.outlier_norm(new.outliers, new.centers))
+
+
+def _same_assignment(old, new, xp):
+    """Whether an assignment step changed nothing (to rounding)."""
+    a, b = old.outliers, new.outliers
+    if a.count != b.count:
+        return False
+    if xp is np:
+        same = (np.array_equal(a.index, b.index)
+                and np.allclose(a.sizes, b.sizes, rtol=1e-12, atol=0)
+                and np.array_equal(old.labels, new.labels)
+                and (old.memberships is None
+                     or np.allclose(old.memberships, new.memberships, rtol=0, atol=1e-12)))
+        return bool(same)
+    same = (bool(xp.all(a.index == b.index))
+            and bool(xp.all(xp.abs(a.sizes - b.sizes) <= 1e-12 * xp.abs(b.sizes)))
+            and bool(xp.all(old.labels == new.labels))
+            and (old.memberships is None
+                 or bool(xp.all(xp.abs(old.memberships - new.memberships) <= 1e-12))))
+    return same
+
+

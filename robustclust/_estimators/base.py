@@ -1,0 +1,447 @@
+"""The estimator base: parameter rules, the fit template, new points, attributes.
+
+Every robust estimator of the package is a :class:`RobustEstimator`.  A fit is
+always the same template, in the manner of scikit-learn's ``BaseMixture``:
+
+1. :meth:`RobustEstimator.build_problem` validates X, checks the parameters
+   against it (including the rules the model declares, such as "lambda > 0"
+   for the mixture), brings the data to internal units, and assembles a
+   :class:`~robustclust._core.solver.Solver` (geometry, model, penalties)
+   and the initialisations.  Subclasses supply ``_validate_input``,
+   ``_make_geometry``, ``_make_model``, ``_make_penalties`` and
+   ``_initializations``.
+2. :func:`~robustclust._core.selection.fit_lambda` sets lambda (given, by
+   count, or the default) and returns the final state.
+3. :meth:`RobustEstimator._store` writes the shared fitted attributes;
+   subclasses add theirs in ``_store_model``.
+
+New points (``predict``, outlier scores, ``score``) go through the driver's
+``assign`` with the fitted parameters held fixed (:meth:`_assign`).
+
+Internal units.  The linear estimators centre dense data (every distance is
+expanded as ||x||^2 - 2 x.m + ||m||^2, which cancels for data far from the
+origin) and divide it by a power of two when its magnitude is extreme (above
+2^100 or below 2^-100 in float64; 2^20 / 2^-20 in float32), so that squares
+neither overflow nor underflow: results are the same for data multiplied by
+10^150 or 10^-150, and a power of two changes no rounding.  The offset is the
+mean, or the coordinate-wise median when a few huge values would make the
+mean lose the other points' digits.  Everything stored is in the user's units.
+
+Hooks for other code (all public, documented on the methods):
+``build_problem`` (the regularization path), ``fitted_state`` /
+``from_fitted_state`` (model files), ``lambda_rule`` (the command line's
+summary).
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._core.backend import asarray, namespace, to_numpy
+from .._core.selection import OutlierCountWarning, fit_lambda
+from .._core.solver import Solver
+from .._core.state import State
+
+#: |x| bounds beyond which the data are rescaled by a power of two, per dtype.
+_SCALE_BOUNDS = {np.dtype(np.float64): 100, np.dtype(np.float32): 20}
+#: Offset digits the mean may cost the points before the median is used.
+_OFFSET_BITS = 20
+#: Internal units of model files written before they were stored.
+_STATE_DEFAULTS = {"_scale": 1.0}
+
+
+@dataclass
+class Problem:
+    """What an estimator solves on a data set: the hook of ``regularization_path``.
+
+    Attributes
+    ----------
+    solver : Solver
+        Geometry, model and penalties on the data in internal units.
+    inits : list
+        One initialisation per start (``n_init`` of them).
+    target : int or None
+        The requested outlier count s.
+    lam : float or None
+        The requested lambda, in internal units.
+    offset : ndarray of shape (n_features,) or float
+        Subtracted from the data (internal = (X - offset) / scale).
+    scale : float
+        A power of two (1 for data of ordinary magnitude).
+    lambda_unit : float
+        User lambda = internal lambda * lambda_unit (``scale`` for K-means,
+        whose lambda is a distance; 1 for the mixture, whose is not).
+    objective_shift : float
+        User objective = internal objective * ``objective_unit`` + this.
+    objective_unit : float
+    dtype : numpy dtype
+        Of the user's data (the fitted arrays keep it).
+    """
+
+    solver: Solver
+    inits: list
+    target: int | None
+    lam: float | None
+    offset: object
+    scale: float
+    lambda_unit: float
+    objective_unit: float = 1.0
+    objective_shift: float = 0.0
+    dtype: object = None
+
+    def __post_init__(self):
+        if self.dtype is None:
+            self.dtype = self.solver.geometry.dtype
+        xp = self.solver.xp
+        if xp is not np:  # the NumPy dtype of an array-API dtype
+            self.dtype = np.dtype(np.float32 if self.dtype == xp.float32 else np.float64)
+
+    def user_lambda(self, lam):
+        return float(lam) * self.lambda_unit
+
+    def user_objective(self, value):
+        return float(value) * self.objective_unit + self.objective_shift
+
+    def user_centers(self, state):
+        """Centres in the user's units (coefficients for kernel geometries)."""
+        if self.solver.geometry.kernel:
+            return np.asarray(state.centers)
+        return to_numpy(state.centers, self.solver.xp) * self.scale + self.offset
+
+    def user_outlier_norms(self, state):
+        """||o_n|| of every point in the user's units (feature space for kernels), (N,)."""
+        solver = self.solver
+        o = state.outliers
+        out = np.zeros(solver.geometry.n_samples)
+        if o.count:
+            norms = solver.geometry.outlier_norms(o, state.centers)
+            out[to_numpy(o.index, solver.xp)] = to_numpy(norms, solver.xp) * self.scale
+        return out
+
+
+def check_outlier_params(estimator, n_samples, n_clusters):
+    """Check n_clusters, lam and n_outliers against the data; the target count.
+
+    Returns the target number of outliers s, or None when ``n_outliers`` is
+    not given.  The errors name the offending parameter.
+    """
+    if n_samples < n_clusters:
+        raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
+    lam, n_outliers = estimator.lam, estimator.n_outliers
+    if lam is not None and n_outliers is not None:
+        raise ValueError(
+            "Give at most one of lam and n_outliers: lam fixes the outlier "
+            "threshold, n_outliers asks for lam to be chosen; got "
+            f"lam={lam!r} and n_outliers={n_outliers!r}.")
+    if n_outliers is None:
+        return None
+    if isinstance(n_outliers, Integral):
+        s = int(n_outliers)
+        if s >= n_samples:
+            raise ValueError(f"n_outliers={s} must be smaller than the number of "
+                             f"samples ({n_samples}).")
+        return s
+    s = int(round(n_outliers * n_samples))
+    if s == 0:
+        warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
+                      "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=5)
+    return s
+
+
+def internal_units(X, offset=None, scale=None):
+    """(X in internal units, offset, scale): see the module docstring.
+
+    Dense X is centred (a copy); sparse X is not (centring would densify it).
+    With ``offset`` and ``scale`` given (new points), those are applied.
+    """
+    xp, is_numpy = namespace(X)
+    if sp.issparse(X):
+        offset = np.zeros(X.shape[1], dtype=X.dtype) if offset is None else offset
+        if scale is None:
+            scale = _power_of_two_scale(float(abs(X.data).max()) if X.nnz else 0.0, X.dtype)
+        return (X if scale == 1.0 else X * (1.0 / scale)), offset, scale
+    if offset is None:
+        offset = xp.mean(X, axis=0)
+        Xc = X - offset
+        if is_numpy and X.shape[0] > 1:
+            offset, Xc = _robust_offset(X, offset, Xc)
+    else:
+        Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
+    if scale is None:
+        top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
+        scale = _power_of_two_scale(top, np.float32 if X.dtype == xp.float32 else np.float64)
+    if scale != 1.0:
+        Xc = Xc * (1.0 / scale)
+    return Xc, offset, scale
+
+
+def _robust_offset(X, mean, Xc):
+    """The median instead of the mean when a few huge values dominate the mean.
+
+    Subtracting an offset rounds each coordinate to eps |offset|; the mean of
+    data with a value 10^150 times the others is 10^150 / N times them, which
+    wipes out their digits.  The coordinate-wise median stays with the bulk.
+    """
+    top = np.abs(Xc).max(axis=0)
+    sample = Xc[:: max(1, X.shape[0] // 1000)]
+    typical = np.median(np.abs(sample), axis=0)
+    if np.all(top <= typical * 2.0**_OFFSET_BITS) and np.all(np.isfinite(mean)):
+        return mean, Xc
+    offset = np.median(X, axis=0).astype(X.dtype)
+    return offset, X - offset
+
+
+def _power_of_two_scale(top, dtype):
+    """A power of two bringing ``top`` (max |x|) inside the dtype's comfortable range."""
+    bound = _SCALE_BOUNDS.get(np.dtype(dtype), 100)
+    if top == 0.0 or not math.isfinite(top):
+        return 1.0
+    exponent = math.floor(math.log2(top))
+    if exponent > bound:
+        return 2.0 ** (exponent - bound)
+    if exponent < -bound:
+        return 2.0**exponent
+    return 1.0
+
+
+class RobustEstimator(BaseEstimator):
+    """Base of the robust estimators: the fit template and everything around it.
+
+    Subclasses declare ``_n_clusters_name`` ("n_clusters" or "n_components")
+    and implement the hooks named in the module docstring.
+    """
+
+    _n_clusters_name = "n_clusters"
+
+    @property
+    def _n_clusters(self):
+        return getattr(self, self._n_clusters_name)
+
+    # -- hooks of the subclasses ---------------------------------------------------------
+    def _validate_input(self, X, sample_weight, reset):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_geometry(self, X, sample_weight):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_model(self, geometry):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_penalties(self, geometry, sample_weight):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _initializations(self, solver, X, sample_weight, rng):  # pragma: no cover
+        raise NotImplementedError
+
+    def _check_init(self, X):
+        """Check an explicit ``init`` against X; sets ``self._n_init``."""
+        self._n_init = self.n_init
+
+    def _store_model(self, problem, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- the template ------------------------------------------------------------------
+    def build_problem(self, X, sample_weight=None):
+        """Validate X and assemble what a fit solves: solver, starts, units.
+
+        This is the hook of :func:`robustclust.regularization_path` (and of
+        :meth:`fit`): the estimator's settings (clusters, model, penalty,
+        initialisation, ``n_init``, ``random_state``) define the problem.
+        It sets the input attributes (``n_features_in_``, ...) as ``fit`` does.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            (or the kernel matrix, for ``kernel="precomputed"``)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        problem : Problem
+        """
+        X, sample_weight = self._validate_input(X, sample_weight, reset=True)
+        n = X.shape[0]
+        target = check_outlier_params(self, n, self._n_clusters)
+        self._check_init(X)
+        geometry, units = self._make_geometry(X, sample_weight)
+        model = self._make_model(geometry)
+        if not model.zero_lambda_ok and self.lam is not None and self.lam == 0:
+            raise ValueError(model.zero_lambda_message)
+        penalty, log_penalty = self._make_penalties(geometry, sample_weight)
+        solver = Solver(geometry, model, penalty, log_penalty, sample_weight=sample_weight,
+                        max_iter=self.max_iter, tol=self.tol, verbose=self.verbose)
+        rng = check_random_state(self.random_state)
+        with solver.blas():
+            inits = self._initializations(solver, X, sample_weight, rng)
+        problem = Problem(solver, inits, target, None, **units)
+        if self.lam is not None:
+            problem.lam = float(self.lam) / problem.lambda_unit
+        return problem
+
+    def _fit(self, X, sample_weight=None):
+        problem = self.build_problem(X, sample_weight)
+        solver = problem.solver
+        with solver.blas():
+            lam, lam_unweighted, state = fit_lambda(
+                solver, problem.inits, lam=problem.lam, target=problem.target,
+                weighted=self.weighted)
+        self._store(problem, state, lam, lam_unweighted)
+        return self
+
+    def _store(self, problem, state, lam, lam_unweighted):
+        """The shared fitted attributes, in the user's units."""
+        solver = problem.solver
+        xp = solver.xp
+        n = solver.geometry.n_samples
+        index = np.asarray(to_numpy(state.outlier_index, xp), dtype=np.intp)
+        labels = np.array(to_numpy(state.labels, xp), dtype=np.intp)
+        labels[index] = -1
+        self.labels_ = labels
+        self.outlier_mask_ = np.zeros(n, dtype=bool)
+        self.outlier_mask_[index] = True
+        self.outlier_indices_ = index.astype(np.int64)
+        self.outlier_norms_ = problem.user_outlier_norms(state).astype(problem.dtype,
+                                                                        copy=False)
+        self.lambda_ = problem.user_lambda(lam)
+        self.unweighted_lambda_ = problem.user_lambda(lam_unweighted)
+        self.n_outliers_ = int(len(index))
+        self.objective_ = problem.user_objective(state.objective)
+        self.objective_history_ = np.array([problem.user_objective(v) for v in state.history],
+                                           dtype=np.float64)
+        self.n_iter_ = int(state.n_iter)
+        self.converged_ = bool(state.converged)
+        self._store_model(problem, state)
+        if not solver.geometry.is_numpy:
+            self._to_input_namespace(solver)
+
+    def _to_input_namespace(self, solver):
+        """Fitted arrays in the namespace and on the device of the training data.
+
+        As scikit-learn's estimators do under ``array_api_dispatch``; the
+        outlier matrix, a SciPy sparse matrix, is NumPy-only (``None`` here:
+        ``outlier_indices_`` and ``outlier_norms_`` name the outliers).
+        """
+        xp = solver.xp
+        like = solver.geometry.sq_norms
+        for name, value in list(vars(self).items()):
+            if (name.endswith("_") and isinstance(value, np.ndarray)
+                    and value.dtype.kind in "biuf" and name != "objective_history_"):
+                setattr(self, name, asarray(value, xp, like=like))
+        if hasattr(self, "outlier_vectors_"):
+            self.outlier_vectors_ = None
+
+    def _output(self, array, like):
+        """A result for new points ``like`` in their namespace."""
+        xp, is_numpy = namespace(like)
+        return array if is_numpy else asarray(np.asarray(array), xp, like=like)
+
+    # -- new points ----------------------------------------------------------------------
+    def _stages(self):
+        """The (lambda, weighted) stages of the fitted rule, in internal units."""
+        unit = self._lambda_unit
+        stages = [(self.unweighted_lambda_ / unit, False)]
+        if self.weighted:
+            stages.append((self.lambda_ / unit, True))
+        return stages
+
+    def _assign(self, X):
+        """The fitted rule on new points: the final state of the driver's ``assign``."""
+        check_is_fitted(self)
+        X, _ = self._validate_input(X, None, reset=False)
+        solver, start = self._new_point_solver(X)
+        with solver.blas():
+            state = solver.assign(start, self._stages())
+        return solver, state
+
+    def _fitted(self, name):
+        """A fitted array attribute as a NumPy array."""
+        return to_numpy(getattr(self, name))
+
+    def _labels_of(self, state, like=None):
+        """Labels of an assigned state: the cluster, -1 for outliers."""
+        labels = np.array(to_numpy(state.labels), dtype=np.intp)
+        labels[np.asarray(to_numpy(state.outlier_index), dtype=np.intp)] = -1
+        return labels if like is None else self._output(labels, like)
+
+    def _outlier_norms_of(self, solver, state):
+        """||o|| of the points of an assigned state, in the user's units (0 for inliers)."""
+        g = solver.geometry
+        norms = np.zeros(g.n_samples)
+        o = state.outliers
+        if o.count:
+            norms[np.asarray(to_numpy(o.index))] = np.asarray(
+                to_numpy(g.outlier_norms(o, state.centers))) * self._lambda_unit
+        if g.is_numpy:
+            return norms.astype(g.dtype, copy=False)
+        return self._output(norms, g.sq_norms)
+
+    def lambda_rule(self):
+        """How ``lambda_`` was set, in words (the command line's summary line).
+
+        Returns
+        -------
+        rule : str
+        """
+        if self.n_outliers is not None:
+            return "chosen to flag n_outliers points"
+        if self.lam is not None:
+            return "given"
+        return "default: " + self._default_lambda_description
+
+    # -- model files -----------------------------------------------------------------------
+    #: Fitted attributes (public and internal) that predicting needs, per class.
+    _fitted_state_names: tuple = ()
+
+    def fitted_state(self):
+        """What a model file must hold for this fitted estimator to predict again.
+
+        Returns
+        -------
+        state : dict
+            Attribute name -> value (numbers, strings, arrays, or dicts of
+            them), public fitted attributes and the internal units.  Restore
+            with :meth:`from_fitted_state`.
+        """
+        check_is_fitted(self)
+        names = self._fitted_state_names + tuple(
+            a for a in ("feature_names_in_", "cluster_centers_")
+            if a not in self._fitted_state_names and getattr(self, a, None) is not None)
+        return {name: getattr(self, name) for name in names}
+
+    @classmethod
+    def from_fitted_state(cls, params, state):
+        """An estimator with parameters ``params`` and the attributes of ``state``.
+
+        The inverse of :meth:`fitted_state`; raises ValueError naming what is
+        missing or invalid.
+
+        Parameters
+        ----------
+        params : dict
+        state : dict
+
+        Returns
+        -------
+        estimator
+        """
+        estimator = cls(**params)
+        state = {**_STATE_DEFAULTS, **state}
+        missing = [a for a in cls._fitted_state_names if a not in state]
+        if missing:
+            raise ValueError(f"lacks the fitted attributes {missing}")
+        for name, value in state.items():
+            setattr(estimator, name, value)
+        return estimator
+
+
+def state_from(centers, weights=None, covariance=None):
+    """A state holding only fitted parameters: the start of ``assign``."""
+    return State(centers, None, None, None, None, None, 0.0, weights=weights,
+                 covariance=covariance)
