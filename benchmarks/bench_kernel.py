@@ -15,8 +15,10 @@ import time
 import numpy as np
 from sklearn.metrics.pairwise import rbf_kernel
 
-
-
+from robustclust._core.geometry import KernelGeometry
+from robustclust._core.models import KMeansModel
+from robustclust._core.penalties import make_penalty
+from robustclust._core.solver import Solver
 
 C = 8
 
@@ -31,8 +33,8 @@ def data(n, seed=0):
 
 
 def solver_for(K, max_iter):
-    return KernelRKMSolver(K, np.ones(len(K)), C, 1.0, make_penalty("group"),
-                           make_penalty("group", True, 1e-3), max_iter=max_iter, tol=0.0)
+    return Solver(KernelGeometry(K), KMeansModel(C, 1.0), make_penalty("group"),
+                  make_penalty("group", True, 1e-3), max_iter=max_iter, tol=0.0)
 
 
 def iteration_time(K, repeats, k=5):
@@ -45,7 +47,7 @@ def iteration_time(K, repeats, k=5):
         times = []
         for n_it in (k, 2 * k):
             solver = solver_for(K, n_it)
-            state = solver.init_state(B0, 0.6)
+            state = solver.init_state(B0.T, 0.6)
             t = time.perf_counter()
             state = solver.run(state, 0.6)
             times.append(time.perf_counter() - t)

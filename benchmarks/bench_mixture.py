@@ -40,9 +40,10 @@ def main():
           f" {'outliers':>9s}")
     for ours_type, ref_type in [("spherical", "spherical"), ("full", "tied")]:
         est = RobustGaussianMixture(args.c, covariance_type=ours_type, reg_covar=0)
-        _, _, solver, _ = est._prepare(X)   # the solver sees X minus est._offset
-        M, w, cov = solver.params_from_means(M0 - est._offset)
-        M = M + est._offset
+        problem = est.build_problem(X)   # the solver sees X minus problem.offset
+        solver = problem.solver
+        _, w, cov = solver.model.initial_parameters(solver, M0 - problem.offset)
+        M, cov = M0, cov.value
         if ref_type == "spherical":
             precisions = np.full(args.c, 1.0 / cov)
         else:

@@ -27,7 +27,8 @@ EXPECTED = {
 # accepts sparse input (scikit-learn's own GaussianMixture rejects sparse
 # input, so it never gets there); a density estimator has none and the check
 # crashes.  Sparse input is tested in tests/test_mixture.py::
-# test_sparse_input_gives_the_dense_result.
+# test_sparse_input_gives_the_dense_result and, for the kernel mixture,
+# tests/test_kernel.py::test_sparse_input_gives_the_dense_result.
 MIXTURE_EXPECTED = {
     "check_estimator_sparse_array": "the check assumes a classifier (reads classifier_tags)",
     "check_estimator_sparse_matrix": "the check assumes a classifier (reads classifier_tags)",
@@ -51,7 +52,8 @@ MIXTURE_EXPECTED = {
         KernelRobustGaussianMixture(2, n_init=2, random_state=0),
     ],
     expected_failed_checks=lambda est: (
-        EXPECTED | MIXTURE_EXPECTED if isinstance(est, RobustGaussianMixture) else EXPECTED),
+        EXPECTED | MIXTURE_EXPECTED
+        if isinstance(est, (RobustGaussianMixture, KernelRobustGaussianMixture)) else EXPECTED),
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -441,3 +441,26 @@ def test_nystroem_with_a_callable_kernel_equals_the_named_kernel():
                              **common).fit(X)
     np.testing.assert_array_equal(named.labels_, own.labels_)
     np.testing.assert_allclose(named.outlier_norms_, own.outlier_norms_, atol=1e-8)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: KernelRobustKMeans(4, lam=1.2, n_init=2, random_state=0),
+    lambda: KernelRobustKMeans(4, kernel="linear", q=1.5, lam=4.0, n_init=2, random_state=0),
+    lambda: KernelRobustGaussianMixture(4, n_init=2, random_state=0),
+], ids=["krkm-rbf", "krkm-linear", "krpc-rbf"])
+def test_sparse_input_gives_the_dense_result(make):
+    import scipy.sparse as sp
+
+    X = make_blobs_with_outliers(n_outliers=20, random_state=1).X
+    dense, sparse = make().fit(X), make().fit(sp.csr_matrix(X))
+    assert 0 < dense.n_outliers_ < 100
+    np.testing.assert_array_equal(sparse.labels_, dense.labels_)
+    np.testing.assert_allclose(sparse.outlier_norms_, dense.outlier_norms_, rtol=1e-8, atol=1e-12)
+    X_new = X[:10] + 0.1
+    np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(X_new)), dense.predict(X_new))
+
+
+def test_callable_kernel_of_the_wrong_shape_is_named():
+    X, _, _ = _problem(5, n=20)
+    with pytest.raises(ValueError, match=r"must return a matrix of shape \(20, 20\).*\(20,\)"):
+        KernelRobustKMeans(2, kernel=lambda A, B: np.ones(len(A)), lam=1.0).fit(X)

@@ -38,8 +38,8 @@ from .state import Outliers, State
 
 #: Below this many rows one NumPy iteration is cheaper than a parallel launch.
 FUSED_MIN_ROWS = 20_000
-#: Rows per BLAS product inside the pass.
-CHUNK_ROWS = 512
+#: Rows per BLAS product inside the pass (scikit-learn's Lloyd loop uses 256).
+CHUNK_ROWS = 256
 
 _N_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                         else (os.cpu_count() or 1)))
@@ -50,35 +50,84 @@ _EXECUTOR = None
 _PREVIOUS, _NEAREST = 0, 1
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _g(G, r, c, transposed):
+    """Row r, centre c of the chunk's products, whichever layout holds them."""
+    if transposed:
+        return G[c, r]
+    return G[r, c]
+
+
 @njit(nogil=True, cache=True)
-def _hard_block(X, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels, prev_size,
-                old_shrink, old_ref, M_old, lam, tau0, eps, weighted, irls, mode,
-                start, stop, chunk_rows,
-                labels, ref, shrink, size, costs, sums, weights, acc):
-    """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own."""
+def _hard_block(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
+                prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted, irls, mode,
+                need_shift, transposed, start, stop, chunk_rows,
+                labels, ref, shrink, size, sums, weights, acc):
+    """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
+
+    The products of a chunk are one BLAS call, laid out as (C, rows) when
+    ``transposed`` (then the nearest centres are found for all the chunk's
+    rows at once, a loop the compiler vectorizes) or (rows, C).
+    """
     C = centers_t.shape[1]
     p = X.shape[1]
     shift2 = 0.0
     onorm2 = 0.0
+    objective = 0.0
+    if transposed:
+        buf = np.empty((C, chunk_rows), dtype=X.dtype)
+    else:
+        buf = np.empty((chunk_rows, C), dtype=X.dtype)
+    low = np.empty(chunk_rows)
+    near = np.empty(chunk_rows, dtype=np.intp)
     for lo in range(start, stop, chunk_rows):
         hi = min(stop, lo + chunk_rows)
-        G = np.dot(X[lo:hi], centers_t)
-        for i in range(lo, hi):
-            g = G[i - lo]
-            xx = sq_norms[i]
-            arg = 0
-            low = mm[0] - 2.0 * g[0]
+        m = hi - lo
+        if transposed:
+            if m == chunk_rows:
+                np.dot(centers, X[lo:hi].T, buf)
+                G = buf
+            else:
+                G = np.dot(centers, X[lo:hi].T)
+            m0 = mm[0]
+            for r in range(m):
+                low[r] = m0 - 2.0 * G[0, r]
+                near[r] = 0
             for c in range(1, C):
-                d = mm[c] - 2.0 * g[c]
-                if d < low:
-                    low = d
-                    arg = c
+                mc = mm[c]
+                row = G[c]
+                for r in range(m):
+                    d = mc - 2.0 * row[r]
+                    better = d < low[r]
+                    low[r] = d if better else low[r]
+                    near[r] = c if better else near[r]
+        else:
+            if m == chunk_rows:
+                np.dot(X[lo:hi], centers_t, buf)
+                G = buf
+            else:
+                G = np.dot(X[lo:hi], centers_t)
+            for r in range(m):
+                best = mm[0] - 2.0 * G[r, 0]
+                arg = 0
+                for c in range(1, C):
+                    d = mm[c] - 2.0 * G[r, c]
+                    better = d < best
+                    best = d if better else best
+                    arg = c if better else arg
+                low[r] = best
+                near[r] = arg
+        for r in range(m):
+            i = lo + r
+            xx = sq_norms[i]
+            arg = near[r]
             if mode == 1:
                 l = arg
+                ref[i] = l
             else:
                 l = prev_labels[i]
-            ref[i] = l
-            r2 = xx + mm[l] - 2.0 * g[l]
+            gl = _g(G, r, l, transposed)
+            r2 = xx + mm[l] - 2.0 * gl
             if r2 < 0.0:
                 r2 = 0.0
             tau = tau0
@@ -86,33 +135,33 @@ def _hard_block(X, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
                 tau = lam / (2.0 * (prev_size[i] + eps))
             s = 0.0
             if r2 > tau * tau:
-                r = math.sqrt(r2)
-                s = 1.0 - tau / r
+                r_ = math.sqrt(r2)
+                s = 1.0 - tau / r_
             w = sample_weight[i]
             if s > 0.0:
                 t = 1.0 - s
-                sz = s * r
+                sz = s * r_
                 if weighted:
                     pen = lam * math.log1p(sz / eps)
                 else:
                     pen = lam * sz
-                base = t * t * xx + 2.0 * t * s * g[l] + s * s * MM[l, l]
+                base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
                 lab = 0
                 best = 0.0
                 for c in range(C):
-                    d = base - 2.0 * t * g[c] - 2.0 * s * MM[l, c] + mm[c]
+                    d = base - 2.0 * t * _g(G, r, c, transposed) - 2.0 * s * MM[l, c] + mm[c]
                     if d < 0.0:
                         d = 0.0
                     if c == 0 or d < best:
                         best = d
                         lab = c
                 labels[i] = lab
-                costs[i] = best + pen
+                objective += w * (best + pen)
                 shrink[i] = s
                 size[i] = sz
                 onorm2 += sz * sz
                 if irls:
-                    dl = xx + mm[lab] - 2.0 * g[lab]
+                    dl = xx + mm[lab] - 2.0 * _g(G, r, lab, transposed)
                     a = 1.0
                     if dl > 0.0:
                         a = tau / math.sqrt(dl)
@@ -128,29 +177,32 @@ def _hard_block(X, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
                         sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
             else:
                 labels[i] = arg
-                v = xx + low
-                costs[i] = v if v > 0.0 else 0.0
+                v = xx + low[r]
+                if v > 0.0:
+                    objective += w * v
                 shrink[i] = 0.0
                 size[i] = 0.0
                 weights[arg] += w
                 for j in range(p):
                     sums[arg, j] += w * X[i, j]
-            s0 = old_shrink[i]
-            if s > 0.0 or s0 > 0.0:
-                lo_ = old_ref[i]
-                diff2 = 0.0
-                for j in range(p):
-                    dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
-                    diff2 += dj * dj
-                shift2 += diff2
+            if need_shift:
+                s0 = old_shrink[i]
+                if s > 0.0 or s0 > 0.0:
+                    lo_ = old_ref[i]
+                    diff2 = 0.0
+                    for j in range(p):
+                        dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
+                        diff2 += dj * dj
+                    shift2 += diff2
     acc[0] += shift2
     acc[1] += onorm2
+    acc[2] += objective
 
 
 def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, tau0=np.inf,
               eps=1.0, weighted=False, irls=True, nearest=False, prev_size=None,
-              old_shrink=None, old_ref=None, old_centers=None, n_threads=None,
-              chunk_rows=CHUNK_ROWS):
+              old_shrink=None, old_ref=None, old_centers=None, need_shift=True, out=None,
+              n_threads=None, chunk_rows=CHUNK_ROWS):
     """One fused pass over a dense X: O-step, U-step, next centre sums, shift.
 
     Parameters
@@ -171,40 +223,52 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     old_shrink, old_ref, old_centers : optional
         The previous iterate's outliers as (s_n, l_n) per point and its
         centres, for ||O_t - O_{t-1}||_F.
+    need_shift : bool, default=True
+        Compute that shift (the driver skips it while the centres alone show
+        that the run has not converged: it would not change the decision).
+    out : dict, optional
+        Arrays to write the per-point results into (a previous result that
+        nothing refers to any more): fresh arrays cost a page fault per 4 kB
+        on first write, a sizeable part of a pass.
 
     Returns
     -------
-    dict with labels, ref (the labels the O-step used), shrink, size, costs
-    (N,), sums (C, p) and weights (C,) of the next centre step, shift
-    (||O_t - O_{t-1}||_F) and onorm (||O_t||_F).
+    dict with labels, ref (the labels the O-step used), shrink, size (N,),
+    sums (C, p) and weights (C,) of the next centre step, shift
+    (||O_t - O_{t-1}||_F, NaN when not computed), onorm (||O_t||_F) and the
+    objective sum_n w_n costs_n.
     """
     global _EXECUTOR
     n, p = X.shape
     C = centers.shape[0]
     n_threads = max(1, min(n_threads or _N_THREADS, n // chunk_rows + 1))
-    centers = np.asarray(centers, dtype=X.dtype)
+    centers = np.ascontiguousarray(centers, dtype=X.dtype)
     centers_t = np.ascontiguousarray(centers.T)
     M64 = np.ascontiguousarray(centers, dtype=np.float64)
     mm = np.einsum("cj,cj->c", M64, M64)
     MM = M64 @ M64.T
-    zeros = np.zeros(n)
-    prev_size = zeros if prev_size is None else prev_size
-    old_shrink = zeros if old_shrink is None else old_shrink
-    old_ref = np.zeros(n, dtype=np.intp) if old_ref is None else old_ref
+    if out is None:
+        out = {"labels": np.empty(n, dtype=np.intp), "shrink": np.empty(n),
+               "size": np.empty(n)}
+    labels, shrink, size = out["labels"], out["shrink"], out["size"]
+    ref = np.empty(n, dtype=np.intp) if nearest else prev_labels
+    need_shift = need_shift and old_shrink is not None
+    prev_size = shrink if prev_size is None else prev_size  # unread unless weighted
+    old_shrink = shrink if old_shrink is None else old_shrink  # unread unless need_shift
+    old_ref = labels if old_ref is None else old_ref
     M_old = M64 if old_centers is None else np.ascontiguousarray(old_centers, dtype=np.float64)
-    labels = np.empty(n, dtype=np.intp)
-    ref = np.empty(n, dtype=np.intp)
-    shrink, size, costs = np.empty(n), np.empty(n), np.empty(n)
     n_blocks = n_threads
     sums = np.zeros((n_blocks, C, p))
     weights = np.zeros((n_blocks, C))
-    acc = np.zeros((n_blocks, 2))
+    acc = np.zeros((n_blocks, 3))
     bounds = np.linspace(0, n, n_blocks + 1).astype(np.intp)
     mode = _NEAREST if nearest else _PREVIOUS
-    args = [(X, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels, prev_size,
-             old_shrink, old_ref, M_old, float(lam), float(tau0), float(eps), bool(weighted),
-             bool(irls), mode, bounds[b], bounds[b + 1], chunk_rows,
-             labels, ref, shrink, size, costs, sums[b], weights[b], acc[b])
+    transposed = X.dtype == np.float64
+    args = [(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
+             prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0), float(eps),
+             bool(weighted), bool(irls), mode, bool(need_shift), transposed, bounds[b],
+             bounds[b + 1], chunk_rows,
+             labels, ref, shrink, size, sums[b], weights[b], acc[b])
             for b in range(n_blocks)]
     if n_blocks == 1:
         _hard_block(*args[0])
@@ -214,9 +278,10 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         for future in [_EXECUTOR.submit(_hard_block, *a) for a in args]:
             future.result()
     total = acc.sum(axis=0)
-    return {"labels": labels, "ref": ref, "shrink": shrink, "size": size, "costs": costs,
+    return {"labels": labels, "ref": ref, "shrink": shrink, "size": size,
             "sums": sums.sum(axis=0), "weights": weights.sum(axis=0),
-            "shift": math.sqrt(max(total[0], 0.0)), "onorm": math.sqrt(max(total[1], 0.0))}
+            "shift": math.sqrt(max(total[0], 0.0)) if need_shift else math.nan,
+            "onorm": math.sqrt(max(total[1], 0.0)), "objective": float(total[2])}
 
 
 def eligible(solver, penalty):
@@ -242,9 +307,9 @@ def _outliers(result):
 
 
 def _state(solver, centers, result, key):
-    return State(centers, None, result["labels"], None, _outliers(result), result["costs"],
-                 solver.objective_of(result["costs"]),
-                 pending=(result["sums"], result["weights"], key, result))
+    # no per-point costs: only reseeding needs them (models.KMeansModel.divide)
+    return State(centers, None, result["labels"], None, _outliers(result), None,
+                 result["objective"], pending=(result["sums"], result["weights"], key, result))
 
 
 def init_state(solver, centers, lam):
@@ -266,7 +331,13 @@ def init_state(solver, centers, lam):
 
 
 class FusedStepper:
-    """The driver's step for :func:`eligible` solvers: one :func:`hard_pass` per iteration."""
+    """The driver's step for :func:`eligible` solvers: one :func:`hard_pass` per iteration.
+
+    Its results alternate between two sets of arrays: the state of iteration
+    t is written where that of t - 2 was, which nothing refers to any more
+    (the driver keeps only the current state; the state a run started from
+    is never written to).
+    """
 
     def __init__(self, solver, lam, penalty):
         self.solver = solver
@@ -275,6 +346,8 @@ class FusedStepper:
         self.irls = solver.model.uses_irls(penalty)
         self.key = ("irls", lam) if self.irls else "eq9"
         self.tau0, self.eps = _thresholds(lam, penalty)
+        self.buffers = [None, None]
+        self.turn = 0
 
     def _previous(self, state):
         """(sums, weights, per-point arrays) of a state for the next pass."""
@@ -299,13 +372,16 @@ class FusedStepper:
         g = solver.geometry
         sums, totals, prev = self._previous(state)
         centers = solver.model.divide(solver, sums, totals, state)
+        c_norm = float(np.linalg.norm(centers))
+        c_shift = float(np.linalg.norm(centers - state.centers))
         result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight, state.labels,
                            lam=self.lam, tau0=self.tau0, eps=self.eps,
                            weighted=self.penalty.weighted, irls=self.irls,
                            prev_size=prev["size"], old_shrink=prev["shrink"],
-                           old_ref=prev["ref"], old_centers=state.centers)
+                           old_ref=prev["ref"], old_centers=state.centers,
+                           need_shift=c_shift <= solver.tol * c_norm,
+                           out=self.buffers[self.turn])
+        self.buffers[self.turn] = result
+        self.turn = 1 - self.turn
         new = _state(solver, centers, result, self.key)
-        c_norm = float(np.linalg.norm(centers))
-        shifts = (float(np.linalg.norm(centers - state.centers)), c_norm, result["shift"],
-                  result["onorm"])
-        return new, shifts
+        return new, (c_shift, c_norm, result["shift"], result["onorm"])

@@ -231,7 +231,10 @@ class KMeansModel:
         if empty.shape[0] == 0:
             return centers
         flagged = solver.dense(state.outliers).sizes_full > 0
-        far = worst_fitting_inliers(state.point_costs, flagged, empty.shape[0], xp)
+        costs = state.point_costs
+        if costs is None:  # a compiled pass keeps none; the inliers' are their distances
+            costs = xp.min(solver.products_of(state).sq_distances(), axis=1)
+        far = worst_fitting_inliers(costs, flagged, empty.shape[0], xp)
         host = np.array(solver.to_host(centers))
         host[solver.to_host(empty)] = solver.to_host(solver.geometry.point_centers(far))
         return asarray(host, xp, like=centers)

@@ -717,3 +717,9 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         proba : ndarray of shape (n_samples, n_components)
         """
         return np.asarray(self._assign(X)[1].memberships)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = not (isinstance(self.kernel, str)
+                                      and self.kernel == "precomputed")
+        return tags

@@ -1,0 +1,32 @@
+"""Suite-wide settings: which tests are slow.
+
+``make test`` (CI) runs everything; ``make test-fast`` (``pytest -m "not slow"``)
+skips the tests marked here: whole-program sessions (the console script, the
+README sessions, the paper reproduction, the Table I demo), the recorded
+characterization of the solver core, scikit-learn's common checks, the
+array-API run in a subprocess, and a few fits of the paper's experiments.
+"""
+
+import pytest
+
+#: Modules whose every test is slow.
+SLOW_MODULES = {
+    "test_cli.py", "test_demo.py", "test_readme.py", "test_readme_kernel.py",
+    "test_reproduce.py", "test_reproduce_usps.py", "test_characterization.py",
+    "test_estimator_checks.py", "test_array_api.py",
+}
+#: Single slow tests (module, test function name).
+SLOW_TESTS = {
+    ("test_datasets.py", "test_blobs_kmeans_rmse_close_to_paper_table_1"),
+    ("test_kernel.py", "test_rings_all_outside_outliers_are_out_of_reach_at_gamma_02"),
+    ("test_kernel.py", "test_rings_krkm_and_krpc_separate_the_rings"),
+    ("test_fused.py", "test_fused_path_equals_numpy_path_along_a_warm_started_path"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.name
+        name = getattr(item, "originalname", item.name)
+        if module in SLOW_MODULES or (module, name) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
