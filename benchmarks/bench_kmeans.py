@@ -45,7 +45,7 @@ def main():
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
-    means = rng.normal(scale=3.0, size=(args.c, args.p))
+    means = rng.normal(scale=0.5, size=(args.c, args.p))  # overlapping: no early convergence
     X64 = means[rng.integers(args.c, size=args.n)] + rng.normal(size=(args.n, args.p))
     n_out = args.n // 100
     X64[:n_out] = rng.uniform(-30, 30, size=(n_out, args.p))

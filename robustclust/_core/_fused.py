@@ -80,6 +80,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, pre
         buf = np.empty((chunk_rows, C), dtype=X.dtype)
     low = np.empty(chunk_rows)
     near = np.empty(chunk_rows, dtype=np.intp)
+    dist = np.empty(C)
     for lo in range(start, stop, chunk_rows):
         hi = min(stop, lo + chunk_rows)
         m = hi - lo
@@ -146,27 +147,29 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, pre
                 else:
                     pen = lam * sz
                 base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
-                lab = 0
-                best = 0.0
+                t2, s2 = 2.0 * t, 2.0 * s
                 for c in range(C):
-                    d = base - 2.0 * t * _g(G, r, c, transposed) - 2.0 * s * MM[l, c] + mm[c]
-                    if d < 0.0:
-                        d = 0.0
-                    if c == 0 or d < best:
-                        best = d
-                        lab = c
+                    dist[c] = max(base - t2 * _g(G, r, c, transposed) - s2 * MM[l, c] + mm[c],
+                                  0.0)
+                lab = 0
+                best = dist[0]
+                for c in range(1, C):
+                    better = dist[c] < best
+                    best = dist[c] if better else best
+                    lab = c if better else lab
                 labels[i] = lab
                 objective += w * (best + pen)
                 shrink[i] = s
                 size[i] = sz
                 onorm2 += sz * sz
                 if irls:
-                    dl = xx + mm[lab] - 2.0 * _g(G, r, lab, transposed)
-                    a = 1.0
-                    if dl > 0.0:
-                        a = tau / math.sqrt(dl)
-                        if a > 1.0:
-                            a = 1.0
+                    # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
+                    a = t
+                    if lab != l:
+                        dl = xx + mm[lab] - 2.0 * _g(G, r, lab, transposed)
+                        a = 1.0
+                        if dl > 0.0:
+                            a = min(tau / math.sqrt(dl), 1.0)
                     wa = w * a
                     weights[lab] += wa
                     for j in range(p):
@@ -263,6 +266,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     acc = np.zeros((n_blocks, 3))
     bounds = np.linspace(0, n, n_blocks + 1).astype(np.intp)
     mode = _NEAREST if nearest else _PREVIOUS
+    # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
     transposed = X.dtype == np.float64
     args = [(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
              prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0), float(eps),
@@ -298,12 +302,35 @@ def _thresholds(lam, penalty):
     return penalty.threshold(lam), (penalty.eps if penalty.weighted else 1.0)
 
 
+class _PassOutliers(Outliers):
+    """The outliers of a pass, as its per-point arrays; the k-row form on first use.
+
+    Most states of a run are only read for their cost, so the O(N) scan for
+    the outliers' indices is left until someone asks.
+    """
+
+    def __init__(self, result):
+        self.shrink_full = result["shrink"]
+        self.sizes_full = result["size"]
+        self.weights_full = result["ref"]
+        self.rows = None
+        self._index = None
+
+    def _compress(self):
+        if self._index is None:
+            self._index = np.flatnonzero(self.shrink_full)
+        return self._index
+
+    index = property(lambda self: self._compress())
+    shrink = property(lambda self: self.shrink_full[self._compress()])
+    sizes = property(lambda self: self.sizes_full[self._compress()])
+    euclidean = sizes
+    weights = property(lambda self: self.weights_full[self._compress()])
+
+
 def _outliers(result):
-    """The sparse outliers of a pass's per-point arrays."""
-    index = np.flatnonzero(result["shrink"])
-    return Outliers(index, shrink=result["shrink"][index], weights=result["ref"][index],
-                    sizes=result["size"][index], shrink_full=result["shrink"],
-                    sizes_full=result["size"], weights_full=result["ref"])
+    """The outliers of a pass's per-point arrays."""
+    return _PassOutliers(result)
 
 
 def _state(solver, centers, result, key):

@@ -344,7 +344,9 @@ class LinearGeometry:
         return math.sqrt(max(float(sq), 0.0))
 
     def outlier_norms(self, outliers, centers):
-        """Euclidean ||o_n||_2 of the outlier rows."""
+        """Euclidean ||o_n||_2 of the outlier rows (known, or from the rows)."""
+        if outliers.euclidean is not None:
+            return outliers.euclidean
         rows = self.outlier_rows(outliers, centers)
         return xp_sqrt(rowdot(rows, rows, self.xp), self.xp)
 
@@ -352,6 +354,8 @@ class LinearGeometry:
         """||O||_F."""
         if outliers.count == 0:
             return 0.0
+        if outliers.euclidean is not None:
+            return math.sqrt(float(self.xp.sum(outliers.euclidean ** 2)))
         return self.centre_norm(self.outlier_rows(outliers, centers))
 
 

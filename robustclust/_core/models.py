@@ -252,6 +252,7 @@ class KMeansModel:
         r2 = products.residual_sq_norms(W)
         outliers = outlier_step(penalty, lam, r2, W, state.outliers, solver.xp,
                                 residuals=solver.residual_rows(centers, W))
+        outliers.euclidean = outliers.sizes  # K-means measures o_n in the Euclidean norm
         labels, U, costs = self.membership_step(solver, products, outliers, lam, penalty,
                                                 centers)
         return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs))

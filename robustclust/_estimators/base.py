@@ -167,15 +167,17 @@ def internal_units(X, offset=None, scale=None):
         if scale is None:
             scale = _power_of_two_scale(float(abs(X.data).max()) if X.nnz else 0.0, X.dtype)
         return (X if scale == 1.0 else X * (1.0 / scale)), offset, scale
+    top = None
     if offset is None:
         offset = xp.mean(X, axis=0)
         Xc = X - offset
         if is_numpy and X.shape[0] > 1:
-            offset, Xc = _robust_offset(X, offset, Xc)
+            offset, Xc, top = _robust_offset(X, offset, Xc)
     else:
         Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
     if scale is None:
-        top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
+        if top is None:
+            top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
         scale = _power_of_two_scale(top, np.float32 if X.dtype == xp.float32 else np.float64)
     if scale != 1.0:
         Xc = Xc * (1.0 / scale)
@@ -189,13 +191,14 @@ def _robust_offset(X, mean, Xc):
     data with a value 10^150 times the others is 10^150 / N times them, which
     wipes out their digits.  The coordinate-wise median stays with the bulk.
     """
-    top = np.abs(Xc).max(axis=0)
+    top = np.maximum(Xc.max(axis=0), -Xc.min(axis=0))
     sample = Xc[:: max(1, X.shape[0] // 1000)]
     typical = np.median(np.abs(sample), axis=0)
     if np.all(top <= typical * 2.0**_OFFSET_BITS) and np.all(np.isfinite(mean)):
-        return mean, Xc
+        return mean, Xc, float(top.max())
     offset = np.median(X, axis=0).astype(X.dtype)
-    return offset, X - offset
+    Xc = X - offset
+    return offset, Xc, float(np.abs(Xc).max())
 
 
 def _power_of_two_scale(top, dtype):

@@ -487,7 +487,10 @@ def outlier_matrix(problem, state, dtype):
         return sp.csr_matrix((n, p), dtype=dtype)
     index = np.asarray(to_numpy(o.index, solver.xp))
     vals = np.asarray(to_numpy(g.outlier_rows(o, state.centers), solver.xp)) * problem.scale
-    O = sp.csr_matrix((np.ravel(vals), (np.repeat(index, p), np.tile(np.arange(p), len(index)))),
-                      shape=(n, p), dtype=dtype)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[index + 1] = p
+    O = sp.csr_matrix((vals.astype(dtype, copy=False).ravel(),
+                       np.tile(np.arange(p, dtype=np.int64), len(index)), np.cumsum(indptr)),
+                      shape=(n, p))
     O.eliminate_zeros()
     return O
