@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp
 import pytest
 
 from robustclust import KernelRobustGaussianMixture, KernelRobustKMeans
@@ -137,17 +138,26 @@ def test_reassigned_counts_points_after_matching_the_clusters():
 def test_kernel_costs_match_the_estimators_objectives():
     # at lam = inf the estimators' objectives are the plain costs our
     # selection rule trims: the sum of nearest squared distances (kernel
-    # K-means) and the negative log-likelihood (kernel mixture)
+    # K-means, from transform) and the negative log-likelihood (kernel
+    # mixture, from score_samples); both checked against K itself
     X = _unit_rows(150, 8, 1)
     K = (X @ X.T) ** 3
     labels = usps.shared_inits(X, 1, n_clusters=3)[0].labels
     km = KernelRobustKMeans(3, lam=np.inf, init=labels, n_init=1, **usps.POLY).fit(X)
-    d2 = usps.kernel_sq_distances(K, km.dual_coef_)
+    B = km.dual_coef_
+    by_hand = np.diag(K)[:, None] - 2.0 * K @ B + np.einsum("nc,nm,mc->c", B, K, B)
+    d2 = km.transform(X) ** 2
+    np.testing.assert_allclose(d2, np.maximum(by_hand, 0.0), rtol=1e-9, atol=1e-9)
     assert d2.min(axis=1).sum() == pytest.approx(km.objective_, rel=1e-9)
     np.testing.assert_array_equal(d2.argmin(axis=1), km.labels_)
     gm = KernelRobustGaussianMixture(3, lam=np.inf, init=labels, n_init=1,
                                      **usps.POLY).fit(X)
-    assert usps.kernel_mixture_nll(K, gm).sum() == pytest.approx(gm.objective_, rel=1e-9)
+    B, var = gm.dual_coef_, gm.variance_
+    D = np.diag(K)[:, None] - 2.0 * K @ B + np.einsum("nc,nm,mc->c", B, K, B)
+    nll = (-logsumexp(np.log(gm.weights_) - D / (2.0 * var), axis=1)
+           + 0.5 * gm.feature_dim_ * np.log(2.0 * np.pi * var))
+    np.testing.assert_allclose(-gm.score_samples(X), nll, rtol=1e-9)
+    assert nll.sum() == pytest.approx(gm.objective_, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------

@@ -363,6 +363,15 @@ class RobustEstimator(BaseEstimator):
             state = solver.assign(start, self._stages())
         return solver, state
 
+    def _clean(self, X):
+        """(solver, state) of new points with o = 0: memberships and costs, no outliers."""
+        check_is_fitted(self)
+        X, _ = self._validate_input(X, None, reset=False)
+        solver, start = self._new_point_solver(X)
+        with solver.blas():
+            state = solver.assign(start, [])
+        return solver, state
+
     def _fitted(self, name):
         """A fitted array attribute as a NumPy array."""
         return to_numpy(getattr(self, name))

@@ -477,6 +477,24 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         _, state = self._assign(X)
         return self._labels_of(state)
 
+    def transform(self, X):
+        """Feature-space distances ||phi(x) - m_c|| to the cluster centres (eq. (37), o = 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+        """
+        if self.approximation == "nystroem":
+            check_is_fitted(self)
+            return self.approximate_model_.transform(
+                self.nystroem_.transform(self._validate_X(X, reset=False)))
+        solver, state = self._clean(X)
+        return np.sqrt(solver.products_of(state).sq_distances())
+
     def outlier_norms(self, X):
         """Feature-space ||o|| that new points would receive (0 for inliers).
 
@@ -704,6 +722,42 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         labels = np.asarray(state.memberships).argmax(axis=1)
         labels[np.asarray(state.outlier_index, dtype=np.intp)] = -1
         return labels
+
+    def score_samples(self, X):
+        """Log-density of each point under the fitted feature-space mixture, with o = 0.
+
+        The mixture of Section IV-C: weights ``weights_``, means in feature
+        space, covariance ``variance_`` times the identity of dimension
+        ``feature_dim_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_prob : ndarray of shape (n_samples,)
+        """
+        if self.approximation == "nystroem":
+            check_is_fitted(self)
+            return self.approximate_model_.score_samples(
+                self.nystroem_.transform(self._validate_X(X, reset=False)))
+        _, state = self._clean(X)
+        return -np.asarray(state.point_costs)
+
+    def score(self, X, y=None):
+        """Mean log-density of X under the fitted mixture (see score_samples).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        log_likelihood : float
+        """
+        return float(np.mean(self.score_samples(X)))
 
     def predict_proba(self, X):
         """Posteriors of each new point (with its outlier vector).

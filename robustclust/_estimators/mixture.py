@@ -373,12 +373,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         log_prob : ndarray of shape (n_samples,)
         """
-        check_is_fitted_mixture(self)
-        X, _ = self._validate_input(X, None, reset=False)
-        solver, start = self._new_point_solver(X)
-        with solver.blas():
-            state = solver.assign(start, [])
-        log_prob = np.asarray(to_numpy(-state.point_costs)) - X.shape[1] * math.log(self._scale)
+        _, state = self._clean(X)
+        log_prob = (np.asarray(to_numpy(-state.point_costs))
+                    - self.n_features_in_ * math.log(self._scale))
         return self._output(log_prob, X)
 
     def score(self, X, y=None):
@@ -433,12 +430,6 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         tags.input_tags.sparse = True
         tags.array_api_support = True
         return tags
-
-
-def check_is_fitted_mixture(estimator):
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(estimator)
 
 
 def mean_variance(X):

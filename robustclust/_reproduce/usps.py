@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from matplotlib.figure import Figure
 from scipy.optimize import linear_sum_assignment
-from scipy.special import logsumexp
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
@@ -173,15 +172,11 @@ def shared_inits(X, n_inits, seed=INIT_SEED, n_clusters=N_CLUSTERS):
 
 @dataclass
 class Problem:
-    """Data of one run: images, digits, s, and the kernel matrix (for costs)."""
+    """Data of one run: images, digits, s."""
 
     X: np.ndarray
     y: np.ndarray
     n_outliers: int
-    K: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        self.K = (self.X @ self.X.T) ** 3
 
 
 @dataclass
@@ -199,18 +194,6 @@ def trimmed_sum(costs, n_trim):
     """Sum of ``costs`` without its ``n_trim`` largest entries (the l0 form)."""
     costs = np.sort(np.asarray(costs, dtype=np.float64))
     return float(costs[: len(costs) - n_trim].sum())
-
-
-def kernel_sq_distances(K, dual_coef):
-    """||phi(x_n) - m_c||^2 for centres m_c = sum_n B_nc phi(x_n) (eq. (37)).
-
-    B's columns sum to one (the centres are weighted means), so the
-    uncentred kernel matrix gives the same distances as the centred one the
-    estimators use.
-    """
-    KB = K @ dual_coef
-    return np.maximum(np.diag(K)[:, None] - 2.0 * KB + np.einsum("nc,nc->c", dual_coef, KB),
-                      0.0)
 
 
 def _from_estimator(model, cost):
@@ -260,27 +243,15 @@ def fit_krkm(problem, init):
     """KRKM (q = 1) with (x^T y)^3 flagging s points; cost eq. (3) in feature space."""
     model = KernelRobustKMeans(N_CLUSTERS, n_outliers=problem.n_outliers, init=init.labels,
                                n_init=1, **POLY).fit(problem.X)
-    d2 = kernel_sq_distances(problem.K, model.dual_coef_).min(axis=1)
+    d2 = model.transform(problem.X).min(axis=1) ** 2
     return _from_estimator(model, trimmed_sum(d2, problem.n_outliers))
-
-
-def kernel_mixture_nll(K, model):
-    """Per-point negative log-likelihood (o = 0) under a fitted kernel RPC.
-
-    The mixture of Section IV-C: weights pi_c, means m_c in feature space,
-    common covariance sigma^2 I of dimension P = ``feature_dim_``.
-    """
-    D = kernel_sq_distances(K, model.dual_coef_)
-    var = model.variance_
-    log_joint = np.log(model.weights_) - D / (2.0 * var)
-    return -logsumexp(log_joint, axis=1) + 0.5 * model.feature_dim_ * np.log(2.0 * np.pi * var)
 
 
 def fit_krpc(problem, init):
     """KRPC with (x^T y)^3 flagging s points, from the seed partition; trimmed NLL."""
     model = KernelRobustGaussianMixture(N_CLUSTERS, n_outliers=problem.n_outliers,
                                         init=init.labels, n_init=1, **POLY).fit(problem.X)
-    return _from_estimator(model, trimmed_sum(kernel_mixture_nll(problem.K, model),
+    return _from_estimator(model, trimmed_sum(-model.score_samples(problem.X),
                                               problem.n_outliers))
 
 
