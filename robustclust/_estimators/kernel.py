@@ -220,9 +220,21 @@ class _KernelEstimator(RobustEstimator):
         self.dual_coef_ = None
         return model
 
-    def _approximate_assign(self, X):
-        """(solver, state) of new points under the Nystroem model."""
-        return self.approximate_model_._assign(self.nystroem_.transform(X))
+    def _nystroem_features(self, X):
+        """New points as the Nystroem features the approximate model was fitted on."""
+        check_is_fitted(self)
+        return self.nystroem_.transform(self._validate_X(X, reset=False))
+
+    def _assign(self, X):
+        if self.approximation == "nystroem":
+            return self.approximate_model_._assign(self._nystroem_features(X))
+        return super()._assign(X)
+
+    def lambda_rule(self):
+        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
+                and self.kernel in EXPLICIT_FEATURES:
+            return "default: flags about 0.1% of Gaussian inliers"
+        return super().lambda_rule()
 
 
 class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
@@ -385,12 +397,6 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         "objective_", "n_iter_", "n_features_in_",
     )
 
-    def lambda_rule(self):
-        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
-                and self.kernel in EXPLICIT_FEATURES:
-            return "default: flags about 0.1% of Gaussian inliers"
-        return super().lambda_rule()
-
     # -- the hooks of the fit template ----------------------------------------------------
     def _validate_input(self, X, sample_weight, reset):
         X = self._validate_X(X, reset)
@@ -457,12 +463,6 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
             return self
         return self._fit(X, sample_weight)
 
-    def _assign(self, X):
-        if self.approximation == "nystroem":
-            check_is_fitted(self)
-            return self._approximate_assign(self._validate_X(X, reset=False))
-        return super()._assign(X)
-
     def predict(self, X):
         """Nearest cluster in feature space of each new point, -1 where flagged.
 
@@ -489,9 +489,7 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
         distances : ndarray of shape (n_samples, n_clusters)
         """
         if self.approximation == "nystroem":
-            check_is_fitted(self)
-            return self.approximate_model_.transform(
-                self.nystroem_.transform(self._validate_X(X, reset=False)))
+            return self.approximate_model_.transform(self._nystroem_features(X))
         solver, state = self._clean(X)
         return np.sqrt(solver.products_of(state).sq_distances())
 
@@ -611,12 +609,6 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         "n_features_in_",
     )
 
-    def lambda_rule(self):
-        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
-                and self.kernel in EXPLICIT_FEATURES:
-            return "default: flags about 0.1% of Gaussian inliers"
-        return super().lambda_rule()
-
     # -- the hooks of the fit template ----------------------------------------------------
     def _validate_input(self, X, sample_weight, reset):
         if sample_weight is not None:
@@ -701,12 +693,6 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         """Fit and return ``labels_`` (MAP component, -1 for outliers)."""
         return self.fit(X).labels_
 
-    def _assign(self, X):
-        if self.approximation == "nystroem":
-            check_is_fitted(self)
-            return self._approximate_assign(self._validate_X(X, reset=False))
-        return super()._assign(X)
-
     def predict(self, X):
         """MAP component of each new point, -1 where the fitted rule flags it.
 
@@ -719,9 +705,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         labels : ndarray of shape (n_samples,)
         """
         _, state = self._assign(X)
-        labels = np.asarray(state.memberships).argmax(axis=1)
-        labels[np.asarray(state.outlier_index, dtype=np.intp)] = -1
-        return labels
+        return self._labels_of(state)
 
     def score_samples(self, X):
         """Log-density of each point under the fitted feature-space mixture, with o = 0.
@@ -739,9 +723,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         log_prob : ndarray of shape (n_samples,)
         """
         if self.approximation == "nystroem":
-            check_is_fitted(self)
-            return self.approximate_model_.score_samples(
-                self.nystroem_.transform(self._validate_X(X, reset=False)))
+            return self.approximate_model_.score_samples(self._nystroem_features(X))
         _, state = self._clean(X)
         return -np.asarray(state.point_costs)
 

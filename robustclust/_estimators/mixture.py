@@ -345,9 +345,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         labels : ndarray of shape (n_samples,)
         """
         _, state = self._assign(X)
-        labels = np.asarray(to_numpy(state.memberships)).argmax(axis=1)
-        labels[np.asarray(to_numpy(state.outlier_index), dtype=np.intp)] = -1
-        return self._output(labels, X)
+        return self._labels_of(state, X)
 
     def predict_proba(self, X):
         """Posteriors gamma of each point (with its outlier vector), (n_samples, C).
