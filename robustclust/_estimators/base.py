@@ -363,6 +363,26 @@ class RobustEstimator(BaseEstimator):
             state = solver.assign(start, self._stages())
         return solver, state
 
+    def predict(self, X):
+        """Cluster of each new point, -1 where the fitted rule flags it.
+
+        The training iteration is run for the new points with the fitted
+        centres (and, for mixtures, weights and covariance) held fixed: the
+        O- and U-steps (E-steps) alternate until they settle, so a point is
+        an outlier exactly when the fit's rule gives it a nonzero o.  The
+        label is the nearest centre (the most likely component for mixtures).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        _, state = self._assign(X)
+        return self._labels_of(state, X)
+
     def _clean(self, X):
         """(solver, state) of new points with o = 0: memberships and costs, no outliers."""
         check_is_fitted(self)

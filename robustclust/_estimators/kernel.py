@@ -463,19 +463,6 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
             return self
         return self._fit(X, sample_weight)
 
-    def predict(self, X):
-        """Nearest cluster in feature space of each new point, -1 where flagged.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        _, state = self._assign(X)
-        return self._labels_of(state)
 
     def transform(self, X):
         """Feature-space distances ||phi(x) - m_c|| to the cluster centres (eq. (37), o = 0).
@@ -693,19 +680,6 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         """Fit and return ``labels_`` (MAP component, -1 for outliers)."""
         return self.fit(X).labels_
 
-    def predict(self, X):
-        """MAP component of each new point, -1 where the fitted rule flags it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        _, state = self._assign(X)
-        return self._labels_of(state)
 
     def score_samples(self, X):
         """Log-density of each point under the fitted feature-space mixture, with o = 0.

@@ -347,23 +347,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         return self._fit(X, sample_weight)
 
     # -- new points ------------------------------------------------------------------------
-    def predict(self, X):
-        """Nearest cluster of each point, -1 where it would be flagged.
-
-        The rule is the training one with the centres held fixed: o is the
-        exact minimizer of ||r - o||^2 + lambda_ rho(o) for the point's
-        residual r, and the point is an outlier when o != 0.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        _, state = self._assign(X)
-        return self._labels_of(state, X)
 
     def outlier_norms(self, X):
         """Outlier score ||o||_2 that new points would receive (0 for inliers).

@@ -330,22 +330,6 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         return self.fit(X).labels_
 
     # -- new points ----------------------------------------------------------------------
-    def predict(self, X):
-        """MAP component of each point, -1 where the fitted rule flags it.
-
-        The E- and O-steps of the fit are run for each point with the fitted
-        parameters held fixed.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        _, state = self._assign(X)
-        return self._labels_of(state, X)
 
     def predict_proba(self, X):
         """Posteriors gamma of each point (with its outlier vector), (n_samples, C).
