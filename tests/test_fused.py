@@ -93,3 +93,64 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     plain = RobustKMeans(4, random_state=0, n_init=3, **kw).fit(X, sample_weight=w)
     np.testing.assert_array_equal(fused_labels, plain.labels_)
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
+
+
+def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old):
+    """The O-step, U-step, next centre sums and outlier shift, written out per point."""
+    X, M = X.astype(np.float64), M.astype(np.float64)
+    n, C = len(X), len(M)
+    labels, shrink, size = np.empty(n, int), np.zeros(n), np.zeros(n)
+    sums, weights, objective, shift2 = np.zeros_like(M), np.zeros(C), 0.0, 0.0
+    for i in range(n):
+        r = X[i] - M[prev[i]]
+        o = max(0.0, 1 - tau[i] / np.linalg.norm(r)) * r  # eq. (11)
+        y = X[i] - o
+        pen = np.linalg.norm(o)
+        pen = lam * (np.log1p(pen / eps) if weighted else pen)
+        D = ((y - M) ** 2).sum(1) + (pen if o.any() else 0.0)  # eq. (15)
+        labels[i] = D.argmin()
+        objective += w[i] * D.min()
+        shrink[i] = 1 - tau[i] / np.linalg.norm(r) if o.any() else 0.0
+        size[i] = np.linalg.norm(o)
+        if irls and o.any():
+            a = min(1.0, (lam / 2) / np.linalg.norm(X[i] - M[labels[i]]))
+            sums[labels[i]] += w[i] * a * X[i]
+            weights[labels[i]] += w[i] * a
+        else:
+            sums[labels[i]] += w[i] * (X[i] if irls else y)
+            weights[labels[i]] += w[i]
+        old_o = old["shrink"][i] * (X[i] - old["centers"][old["ref"][i]])
+        shift2 += ((o - old_o) ** 2).sum()
+    return dict(labels=labels, shrink=shrink, size=size, sums=sums, weights=weights,
+                objective=objective, shift=np.sqrt(shift2), onorm=np.linalg.norm(size))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hard_pass_with_outliers_matches_its_definition(weighted, dtype):
+    rng = np.random.default_rng(3)
+    n, p, C = 701, 6, 4
+    M = rng.normal(scale=3.0, size=(C, p))
+    X = (M[rng.integers(C, size=n)] + rng.normal(size=(n, p))).astype(dtype)
+    X[:90] = rng.uniform(-12, 12, size=(90, p))
+    M = M.astype(dtype)
+    w = rng.uniform(0.5, 2.0, size=n)
+    prev = rng.integers(C, size=n)
+    eps, lam = 0.05, (0.2 if weighted else 5.0)
+    prev_size = np.where(rng.uniform(size=n) < 0.2, rng.uniform(0.1, 3.0, size=n), 0.0)
+    tau = lam / (2 * (prev_size + eps)) if weighted else np.full(n, lam / 2)
+    old = {"shrink": np.where(rng.uniform(size=n) < 0.3, rng.uniform(0.1, 0.9, size=n), 0.0),
+           "ref": rng.integers(C, size=n), "centers": rng.normal(size=(C, p))}
+    sq = (X.astype(np.float64) ** 2).sum(1)
+    out = hard_pass(X, M, sq, w, prev, lam=lam, tau0=lam / (2 * eps) if weighted else lam / 2,
+                    eps=eps, weighted=weighted, irls=not weighted, prev_size=prev_size,
+                    old_shrink=old["shrink"], old_ref=old["ref"], old_centers=old["centers"],
+                    n_threads=3, chunk_rows=64)
+    ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, not weighted, old)
+    tol = 1e-9 if dtype == np.float64 else 2e-5
+    assert 50 < (ref["shrink"] > 0).sum() < n
+    np.testing.assert_array_equal(out["labels"], ref["labels"])
+    for key in ("shrink", "size", "sums", "weights"):
+        np.testing.assert_allclose(out[key], ref[key], rtol=tol, atol=tol, err_msg=key)
+    for key in ("objective", "shift", "onorm"):
+        assert out[key] == pytest.approx(ref[key], rel=tol), key
