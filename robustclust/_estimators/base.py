@@ -22,8 +22,10 @@ Internal units.  The linear estimators centre dense data (every distance is
 expanded as ||x||^2 - 2 x.m + ||m||^2, which cancels for data far from the
 origin) and divide it by a power of two when its magnitude is extreme (above
 2^100 or below 2^-100 in float64; 2^20 / 2^-20 in float32), so that squares
-neither overflow nor underflow: results are the same for data multiplied by
-10^150 or 10^-150, and a power of two changes no rounding.  The offset is the
+neither overflow nor underflow (:func:`power_of_two_scale`): results are the
+same for data multiplied by 10^150 or 10^-150, and a power of two changes no
+rounding.  Data spanning more magnitudes than float64 squares can hold
+(10^270 between the largest and a typical value) are refused with a message.  The offset is the
 mean, or the coordinate-wise median when a few huge values would make the
 mean lose the other points' digits.  Everything stored is in the user's units.
 
@@ -49,8 +51,6 @@ from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
 from .._core.state import State
 
-#: |x| bounds beyond which the data are rescaled by a power of two, per dtype.
-_SCALE_BOUNDS = {np.dtype(np.float64): 100, np.dtype(np.float32): 20}
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
@@ -107,7 +107,11 @@ class Problem:
         return float(lam) * self.lambda_unit
 
     def user_objective(self, value):
-        return float(value) * self.objective_unit + self.objective_shift
+        """An objective in the user's units (inf where squared data overflow float64)."""
+        value = float(value)
+        if value == 0.0 or math.isinf(value):
+            return value + self.objective_shift
+        return value * self.objective_unit + self.objective_shift
 
     def user_centers(self, state):
         """Centres in the user's units (coefficients for kernel geometries)."""
@@ -162,11 +166,14 @@ def internal_units(X, offset=None, scale=None):
     With ``offset`` and ``scale`` given (new points), those are applied.
     """
     xp, is_numpy = namespace(X)
+    float32 = X.dtype == (np.float32 if is_numpy else xp.float32)
     if sp.issparse(X):
         offset = np.zeros(X.shape[1], dtype=X.dtype) if offset is None else offset
         if scale is None:
-            scale = _power_of_two_scale(float(abs(X.data).max()) if X.nnz else 0.0, X.dtype)
-        return (X if scale == 1.0 else X * (1.0 / scale)), offset, scale
+            values = np.abs(X.data)
+            top = float(values.max()) if X.nnz else 0.0
+            scale = power_of_two_scale(top, _typical(values), float32)
+        return (X if scale == 1.0 else _divide(X, scale)), offset, scale
     top = None
     if offset is None:
         offset = xp.mean(X, axis=0)
@@ -178,10 +185,27 @@ def internal_units(X, offset=None, scale=None):
     if scale is None:
         if top is None:
             top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
-        scale = _power_of_two_scale(top, np.float32 if X.dtype == xp.float32 else np.float64)
+        sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000)], xp)
+        scale = power_of_two_scale(top, _typical(np.abs(sample)), float32)
     if scale != 1.0:
-        Xc = Xc * (1.0 / scale)
+        Xc = _divide(Xc, scale)
     return Xc, offset, scale
+
+
+def _divide(X, scale):
+    """X / scale for a power of two, exactly (in steps when 1 / scale would overflow)."""
+    exponent = -int(round(math.log2(scale)))
+    while exponent:
+        step = max(-1000, min(1000, exponent))
+        X = X * 2.0**step
+        exponent -= step
+    return X
+
+
+def _typical(magnitudes):
+    """The median of the nonzero magnitudes (0 when there are none)."""
+    nonzero = magnitudes[magnitudes > 0]
+    return float(np.median(nonzero)) if nonzero.size else 0.0
 
 
 def _robust_offset(X, mean, Xc):
@@ -190,28 +214,48 @@ def _robust_offset(X, mean, Xc):
     Subtracting an offset rounds each coordinate to eps |offset|; the mean of
     data with a value 10^150 times the others is 10^150 / N times them, which
     wipes out their digits.  The coordinate-wise median stays with the bulk.
+    The mean is kept unless it lies more than 2^20 spreads (median absolute
+    deviation, on a sample of rows) from the median.  Returns (offset,
+    centred X, max |centred X|).
     """
-    top = np.maximum(Xc.max(axis=0), -Xc.min(axis=0))
-    sample = Xc[:: max(1, X.shape[0] // 1000)]
-    typical = np.median(np.abs(sample), axis=0)
-    if np.all(top <= typical * 2.0**_OFFSET_BITS) and np.all(np.isfinite(mean)):
-        return mean, Xc, float(top.max())
+    sample = X[:: max(1, X.shape[0] // 1000)]
+    med = np.median(sample, axis=0)
+    dev = np.abs(sample - med)
+    spread = np.median(dev, axis=0)
+    spread = np.where(spread > 0, spread, dev.max(axis=0))
+    far = np.abs(mean - med) > 2.0**_OFFSET_BITS * np.where(spread > 0, spread, 1.0)
+    if not far.any() and np.all(np.isfinite(mean)):
+        return mean, Xc, float(np.maximum(Xc.max(axis=0), -Xc.min(axis=0)).max())
     offset = np.median(X, axis=0).astype(X.dtype)
     Xc = X - offset
     return offset, Xc, float(np.abs(Xc).max())
 
 
-def _power_of_two_scale(top, dtype):
-    """A power of two bringing ``top`` (max |x|) inside the dtype's comfortable range."""
-    bound = _SCALE_BOUNDS.get(np.dtype(dtype), 100)
-    if top == 0.0 or not math.isfinite(top):
+def power_of_two_scale(top, typical, float32=False):
+    """A power of two s such that the squares of X / s neither overflow nor underflow.
+
+    ``top`` is max |x| and ``typical`` the median nonzero |x|.  Data whose
+    magnitudes lie within [2^-B, 2^B] (B = 100 in float64, 20 in float32) are
+    left as they are (s = 1); otherwise s is the power of two nearest to the
+    geometric mean of ``top`` and ``typical``, which centres the magnitudes
+    on 1.  Raises ValueError when they span more than the dtype's squares can
+    hold (top / typical above 2^900 in float64, 2^100 in float32).
+    """
+    bound, span = (20, 100) if float32 else (100, 900)
+    if top == 0.0:
         return 1.0
-    exponent = math.floor(math.log2(top))
-    if exponent > bound:
-        return 2.0 ** (exponent - bound)
-    if exponent < -bound:
-        return 2.0**exponent
-    return 1.0
+    if not math.isfinite(top):
+        raise ValueError("X contains values too large for the computation (their magnitude "
+                         "overflows): rescale the data.")
+    typical = typical if typical > 0 else top
+    if 2.0**-bound <= typical and top <= 2.0**bound:
+        return 1.0
+    if top / typical > 2.0**span:
+        raise ValueError(
+            f"X spans too many orders of magnitude for the squared distances of the fit: its "
+            f"largest magnitude is {top:.3g} and a typical one {typical:.3g}; remove or "
+            "rescale the extreme values.")
+    return 2.0 ** round(0.5 * (math.log2(top) + math.log2(typical)))
 
 
 class RobustEstimator(BaseEstimator):

@@ -12,7 +12,12 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import ClusterMixin, _fit_context
+from sklearn.base import (
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -218,6 +223,7 @@ class _KernelEstimator(RobustEstimator):
             setattr(self, name, getattr(model, name))
         self.approximate_model_ = model
         self.dual_coef_ = None
+        self._n_features_out = self._n_clusters
         return model
 
     def _nystroem_features(self, X):
@@ -237,7 +243,8 @@ class _KernelEstimator(RobustEstimator):
         return super().lambda_rule()
 
 
-class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
+class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+                         _KernelEstimator):
     """Kernel robust (soft) K-means: Algorithm 3 (KRKM) in O(N^2 C) per iteration.
 
     Robust K-means (:class:`RobustKMeans`) in the feature space of a kernel:
@@ -435,6 +442,7 @@ class KernelRobustKMeans(ClusterMixin, _KernelEstimator):
             U = state.memberships
         self.memberships_ = U
         self.eps_ = self._eps
+        self._n_features_out = self.n_clusters
 
     def _new_point_solver(self, X):
         g = self._new_point_geometry(X)

@@ -268,7 +268,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         Xi, self._offset, self._scale = internal_units(X)
         return LinearGeometry(Xi), {"offset": self._offset, "scale": self._scale,
                                     "lambda_unit": self._scale,
-                                    "objective_unit": self._scale**2}
+                                    "objective_unit": self._scale * self._scale}
 
     @property
     def _lambda_unit(self):
