@@ -59,7 +59,7 @@ def _g(G, r, c, transposed):
 
 
 @njit(nogil=True, cache=True)
-def _hard_block(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
+def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight, prev_labels,
                 prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted, irls, mode,
                 need_shift, transposed, start, stop, chunk_rows,
                 labels, ref, shrink, size, sums, weights, acc):
@@ -148,15 +148,23 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, pre
                     pen = lam * sz
                 base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
                 t2, s2 = 2.0 * t, 2.0 * s
-                for c in range(C):
-                    dist[c] = max(base - t2 * _g(G, r, c, transposed) - s2 * MM[l, c] + mm[c],
-                                  0.0)
-                lab = 0
-                best = dist[0]
-                for c in range(1, C):
-                    better = dist[c] < best
-                    best = dist[c] if better else best
-                    lab = c if better else lab
+                # y = x - o lies on the segment from m_l to x, so D_c - D_l =
+                # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
+                # positive for every c != l when t (min T - T_l) + s sep_l > 0
+                # (always when m_l is x's nearest centre): then l is the label
+                if t * (low[r] - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
+                    lab = l
+                    best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
+                else:
+                    for c in range(C):
+                        dist[c] = max(base - t2 * _g(G, r, c, transposed) - s2 * MM[l, c]
+                                      + mm[c], 0.0)
+                    lab = 0
+                    best = dist[0]
+                    for c in range(1, C):
+                        better = dist[c] < best
+                        best = dist[c] if better else best
+                        lab = c if better else lab
                 labels[i] = lab
                 objective += w * (best + pen)
                 shrink[i] = s
@@ -250,6 +258,10 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     M64 = np.ascontiguousarray(centers, dtype=np.float64)
     mm = np.einsum("cj,cj->c", M64, M64)
     MM = M64 @ M64.T
+    # squared distance of each centre to its nearest other centre
+    gaps = mm[:, None] + mm[None, :] - 2.0 * MM
+    np.fill_diagonal(gaps, np.inf)
+    sep = np.maximum(gaps.min(axis=1), 0.0) if C > 1 else np.full(C, np.inf)
     if out is None:
         out = {"labels": np.empty(n, dtype=np.intp), "shrink": np.empty(n),
                "size": np.empty(n)}
@@ -268,7 +280,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     mode = _NEAREST if nearest else _PREVIOUS
     # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
     transposed = X.dtype == np.float64
-    args = [(X, centers, centers_t, M64, mm, MM, sq_norms, sample_weight, prev_labels,
+    args = [(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight, prev_labels,
              prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0), float(eps),
              bool(weighted), bool(irls), mode, bool(need_shift), transposed, bounds[b],
              bounds[b + 1], chunk_rows,
