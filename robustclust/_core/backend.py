@@ -150,11 +150,11 @@ def minimum(a, b, xp):
 
 
 def logsumexp(A, xp):
-    """log sum_c exp(A_nc) row by row."""
+    """log sum_c exp(A_nc) row by row (the rows' maxima factored out)."""
     if xp is np:
-        from scipy.special import logsumexp as lse
-
-        return lse(A, axis=1)
+        amax = A.max(axis=1)
+        amax[~np.isfinite(amax)] = 0.0
+        return np.log(np.exp(A - amax[:, None]).sum(axis=1)) + amax
     amax = xp.max(A, axis=1)
     return amax + xp.log(xp.sum(xp.exp(A - amax[:, None]), axis=1))
 
