@@ -427,6 +427,13 @@ class MixtureModel:
     def with_metric_sizes(self, solver, products, outliers, cov):
         """The outliers with ``sizes`` = ||o_n|| in the norm of ``cov``."""
         xp = solver.xp
+        if xp is np:
+            index = outliers.index
+            r2 = products.rows(index).residual_sq_norms(outliers.weights) * cov.scale
+            sizes = outliers.shrink * np.sqrt(r2)
+            sizes_full = np.zeros(products.diag.shape[0])
+            sizes_full[index] = sizes
+            return replace(outliers, sizes=sizes, sizes_full=sizes_full)
         r2 = products.residual_sq_norms(outliers.weights_full) * cov.scale
         sizes_full = outliers.shrink_full * xp.sqrt(r2)
         return replace(outliers, sizes=take(sizes_full, outliers.index, xp),

@@ -111,7 +111,14 @@ class Solver:
         penalty, NumPy) through the points themselves.
         """
         if not outliers.explicit:
-            return products.removed_sq_distances(outliers.shrink_full, outliers.weights_full)
+            if self.xp is not np:  # no scatter in the standard: every point's formula
+                return products.removed_sq_distances(outliers.shrink_full,
+                                                     outliers.weights_full)
+            D = products.sq_distances()
+            index = outliers.index
+            D[index] = products.rows(index).removed_sq_distances(outliers.shrink,
+                                                                 outliers.weights)
+            return D
         D = products.sq_distances()
         Y = dense_rows(self.geometry.X, outliers.index) - outliers.rows
         M = np.asarray(centers, dtype=np.float64)
