@@ -130,7 +130,6 @@ def test_restarts_escape_the_kmeans_local_minimum():
     # cold restarts at the selected lambda (judged by the l0 cost of eq. (3))
     # do not.
     from robustclust._core.selection import (
-        _CountSearch,
         kmeans_solution,
         lambda_grid,
         lambda_max,
@@ -146,15 +145,23 @@ def test_restarts_escape_the_kmeans_local_minimum():
         X[np.random.default_rng(s).choice(len(X), 4, replace=False)] for s in range(5)]]
 
     def right(M):
-        """Every true cluster has its own centre, within 1 of its mean."""
+        """Every true cluster has its own centre, within 1.25 of its mean.
+
+        (A centre between two merged clusters is 1.75 from both; a cluster's
+        own centre carries the bias of the flagged points, which pull it by
+        the threshold lam / 2 towards themselves: up to 1.14 here.)
+        """
         dist = np.linalg.norm(M[:, None] + offset - data.centers[None], axis=-1)
-        return sorted(dist.argmin(axis=1)) == [0, 1, 2, 3] and dist.min(axis=1).max() < 1.0
+        return sorted(dist.argmin(axis=1)) == [0, 1, 2, 3] and dist.min(axis=1).max() < 1.25
 
     km = kmeans_solution(solver, inits)
     assert not right(km.centers)                      # K-means: centres on the ring
     lmax = lambda_max(solver, km)
-    _, path_only = _CountSearch(lambda lam, st: solver.run(st, lam), 40).along_path(
-        lmax, km, lambda_grid(lmax, 30, 1e-3)[1:])
+    path_only = km
+    for lam in lambda_grid(lmax, 30, 1e-3)[1:]:       # down the path until 40 are flagged
+        path_only = solver.run(path_only, lam)
+        if path_only.n_outliers >= 40:
+            break
     assert not right(path_only.centers)               # the path alone inherits it
     _, state, _ = select_by_count(solver, inits, 40, weighted=False)
     assert right(state.centers)                       # the restarts escape it

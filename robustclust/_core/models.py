@@ -129,6 +129,8 @@ class KMeansModel:
     mixture = False
     #: lam = 0 is a valid problem: every point with a residual is flagged.
     zero_lambda_ok = True
+    #: A count search may warm-start each lam from the solution at a larger one.
+    cold_count_search = False
     #: the O-step's lambda is the model's (threshold lam / 2).
     penalty_scale = 1.0
 
@@ -291,6 +293,29 @@ class KMeansModel:
         """Smallest lam at which the O-step from O = 0 flags nothing."""
         return solver.penalty.lambda_max(self.residual_max(solver, state, solver.penalty))
 
+    def critical_lambdas(self, solver, state, penalty):
+        """lam below which the next O-step flags each point (see Solver.critical_lambdas)."""
+        W = self.residual_weights(solver, state.labels, state.memberships)
+        prev = solver.dense(state.outliers)
+        if penalty.row_sparse:
+            norms = solver.xp.sqrt(solver.products_of(state).residual_sq_norms(W))
+            return penalty.critical_lambdas(norms, prev.sizes_full)
+        # entry-wise: flagged when any entry passes its threshold
+        residuals = solver.residual_rows(state.centers, W)
+        n = solver.geometry.n_samples
+        lookup = np.full(n, -1)
+        lookup[prev.index] = np.arange(prev.count)
+        out = np.zeros(n)
+        for start in range(0, n, 4096):
+            rows = np.arange(start, min(start + 4096, n))
+            R = np.abs(residuals(rows))
+            before = np.zeros(R.shape)
+            pos = lookup[rows]
+            if prev.count:
+                before[pos >= 0] = np.abs(prev.rows[pos[pos >= 0]])
+            out[rows] = penalty.critical_lambdas(R, before).max(axis=1)
+        return out
+
     def point_scores(self, solver, state):
         """Per-point costs of the l0 problem (eq. (3)) at the state's centres."""
         return solver.sample_weight * self.clean_costs(solver, solver.products_of(state))
@@ -316,6 +341,10 @@ class MixtureModel:
     mixture = True
     #: lam = 0 makes eq. (8) unbounded below (Section II-B): never solve at it.
     zero_lambda_ok = False
+    #: A count search restarts each lam from the initialisation: warm starts from
+    #: a solution with too few outliers let the common variance grow and a
+    #: component absorb outliers.
+    cold_count_search = True
     #: the O-step threshold is lam itself: the penalty is handed 2 lam.
     penalty_scale = 2.0
     zero_lambda_message = (
@@ -514,6 +543,14 @@ class MixtureModel:
         """max_n ||r_n||_{Sigma^-1} at a lam = inf fixed point: the O-step threshold
         is lam itself, so just below it one point is flagged."""
         return self.residual_max(solver, state)
+
+    def critical_lambdas(self, solver, state, penalty):
+        """lam below which the next O-step flags each point (see Solver.critical_lambdas)."""
+        products = solver.products_of(state)
+        r = solver.xp.sqrt(products.residual_sq_norms(state.memberships)
+                           * state.covariance.scale)
+        prev = solver.dense(state.outliers)
+        return penalty.critical_lambdas(r, prev.sizes_full) / self.penalty_scale
 
     def point_scores(self, solver, state):
         """Per-point costs of the trimmed likelihood: -log p(x_n) with o = 0."""

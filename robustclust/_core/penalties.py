@@ -116,6 +116,13 @@ class GroupPenalty:
         shrink = self.shrink(self.magnitudes(R), tau)
         return R * shrink.astype(R.dtype, copy=False)[:, None]
 
+    def critical_lambdas(self, norms, prev_norms=None):
+        """lam below which each point is flagged: 2 ||r_n|| (times (||o_n|| + eps)
+        with the previous ||o_n|| when weighted), the inverse of its threshold."""
+        if self.weighted:
+            return 2.0 * norms * (prev_norms + self.eps)
+        return 2.0 * norms
+
     def lambda_max(self, residual_max):
         """Smallest lam at which the O-step from O = 0 flags nothing.
 

@@ -106,21 +106,76 @@ def robust_distance_threshold(dists, sample_weight=None):
     return med + stats.norm.isf(DEFAULT_FALSE_ALARM) * 1.4826 * mad
 
 
-class _CountSearch:
-    """Finds lam at which exactly ``s`` points are flagged.
+#: Iterations each start runs before the starts are compared (screening).
+SCREEN_ITERATIONS = 5
 
-    ``evaluate(lam, warm_state)`` solves at lam from a warm start. Every state
-    seen is remembered so that, when no lam gives exactly s (the count can
-    jump by more than one), the closest one is returned.
+
+def n_keep(n_init):
+    """Starts that get a full search after screening (tclust's nkeep): 1-3 of 10, ..."""
+    return min(n_init, 2 + n_init // 10) if n_init > 1 else 1
+
+
+def lambda_for_count(critical, s, zero_lambda_ok=True):
+    """A lam that flags exactly s points given their critical lams (or None).
+
+    A point is flagged iff lam is below its critical value, so the lams
+    flagging s points lie in [c_(s+1), c_(s)) for the critical values sorted
+    decreasing; the geometric midpoint is returned (half c_(s) when
+    c_(s+1) = 0).  None when s is 0 or all points (no finite interval) or
+    the two values tie.
+    """
+    n = len(critical)
+    if s <= 0 or s > n:
+        return None
+    if s == n:
+        upper, lower = float(np.min(critical)), 0.0
+    else:
+        part = -np.partition(-critical, [s - 1, s])
+        upper, lower = float(part[s - 1]), float(part[s])
+    if not upper > lower:
+        return None
+    if lower > 0:
+        return math.sqrt(upper * lower)
+    return 0.5 * upper
+
+
+class CountSearch:
+    """Finds lam at which exactly ``s`` points are flagged, by order statistics.
+
+    Each round reads the lam that flags s points at the current parameters off
+    the order statistics of the points' critical lams
+    (:meth:`Solver.critical_lambdas`), solves at it, and reads again at the
+    new solution: a fixed-point iteration that usually lands on s in a few
+    rounds.  The lams seen bracket s (counts below s above, counts above s
+    below); a reading outside the bracket is replaced by the bracket's
+    geometric midpoint, and a bracket that survives several rounds (the
+    count jumps over s) is settled by bisection.  When no lam flags exactly
+    s, the closest count is kept.
+
+    ``solve(lam, hi)`` gives the solution at lam, ``hi`` being the bracket's
+    upper side (a solution with fewer than s outliers at a larger lam) or
+    None: K-means warm-starts from it (the solutions then follow the path
+    downwards in lam), the mixture restarts from its initialisation (a warm
+    start from a solution with too few outliers lets the common variance grow
+    and a component absorb outliers), the weighted variant from the
+    unweighted solution (the paper's rule).
     """
 
-    def __init__(self, evaluate, s, max_bisect=60, rtol=1e-9, zero_lambda_ok=True):
-        self.zero_lambda_ok = zero_lambda_ok
-        self.evaluate = evaluate
+    def __init__(self, solver, s, solve, weighted=False, max_rounds=12, max_bisect=40,
+                 rtol=1e-7):
+        self.solver = solver
         self.s = s
+        self.solve = solve
+        self.weighted = weighted
+        self.max_rounds = max_rounds
         self.max_bisect = max_bisect
         self.rtol = rtol
         self.best = None
+        self.evaluations = 0
+
+    def evaluate(self, lam, hi=None):
+        self.evaluations += 1
+        return self.solve(lam, hi)
 
     def _seen(self, lam, state):
         gap = abs(state.n_outliers - self.s)
@@ -128,14 +183,52 @@ class _CountSearch:
             self.best = (lam, state)
         return state.n_outliers == self.s
 
+    def _read(self, state):
+        return lambda_for_count(self.solver.critical_lambdas(state, self.weighted), self.s,
+                                self.solver.zero_lambda_ok)
+
+    def search(self, lam):
+        """(lam, state) flagging s, the first evaluation at ``lam``."""
+        hi = lo = None  # (lam, state) with count < s, and with count > s
+        for round_ in range(self.max_rounds):
+            inside = (lam is not None and (hi is None or lam < hi[0])
+                      and (lo is None or lam > lo[0]))
+            if not inside:
+                lam = self._between(hi, lo)
+                if lam is None:
+                    break
+            new = self.evaluate(lam, hi)
+            if self._seen(lam, new):
+                return lam, new
+            if new.n_outliers < self.s:
+                hi = (lam, new) if hi is None or lam < hi[0] else hi
+            else:
+                lo = (lam, new) if lo is None or lam > lo[0] else lo
+            if hi is not None and lo is not None and round_ >= self.max_rounds // 2:
+                break
+            lam = self._read(new)
+        if hi is not None and lo is not None:
+            return self.bisect(hi, lo)
+        return self.best
+
+    def _between(self, hi, lo):
+        """A lam strictly inside the bracket (either side may be open)."""
+        if hi is not None and lo is not None:
+            return math.sqrt(hi[0] * lo[0]) if lo[0] > 0 else 0.5 * hi[0]
+        if hi is not None:
+            return 0.5 * hi[0] if hi[0] > 0 else None
+        if lo is not None:
+            return 2.0 * lo[0] if lo[0] > 0 else 1.0
+        return None
+
     def bisect(self, hi, lo):
-        """hi = (lam, state) with count < s, lo = (lam, state) with count > s."""
+        """Bisection between hi = (lam, state) with count < s and lo with count > s."""
         for _ in range(self.max_bisect):
-            (lam_hi, st_hi), (lam_lo, _) = hi, lo
+            lam_hi, lam_lo = hi[0], lo[0]
             if lam_hi - lam_lo <= self.rtol * lam_hi:
                 break
             mid = math.sqrt(lam_hi * lam_lo) if lam_lo > 0 else 0.5 * lam_hi  # never 0
-            state = self.evaluate(mid, st_hi)
+            state = self.evaluate(mid, hi)
             if self._seen(mid, state):
                 return mid, state
             if state.n_outliers < self.s:
@@ -144,86 +237,56 @@ class _CountSearch:
                 lo = (mid, state)
         return self.best
 
-    def along_path(self, lam_start, state, grid):
-        """Walk down a decreasing grid with warm starts, then bisect."""
-        prev = (lam_start, state)
-        if self._seen(lam_start, state):
-            return prev
-        tail = [0.0] if self.zero_lambda_ok else []
-        for lam in list(grid) + tail:
-            if lam >= prev[0]:
-                continue
-            st = self.evaluate(lam, prev[1])
-            if self._seen(lam, st):
-                return lam, st
-            if st.n_outliers > self.s:
-                if prev[1].n_outliers > self.s:
-                    return self.best  # started above s: nothing to bracket
-                return self.bisect(prev, (lam, st))
-            prev = (lam, st)
-        return self.best
 
-    def local(self, lam, state, factor=0.7, max_steps=80):
-        """Bracket s by geometric steps from (lam, state), then bisect."""
-        if self._seen(lam, state):
-            return lam, state
-        below = state.n_outliers < self.s
-        step = factor if below else 1.0 / factor
-        cur = (lam, state)
-        for _ in range(max_steps):
-            nl = cur[0] * step if cur[0] > 0 else 1e-12  # never 0
-            st = self.evaluate(nl, cur[1])
-            if self._seen(nl, st):
-                return nl, st
-            if below and st.n_outliers > self.s:
-                return self.bisect(cur, (nl, st))
-            if not below and st.n_outliers < self.s:
-                return self.bisect((nl, st), cur)
-            cur = (nl, st)
-        return self.best
+def screen(solver, init, s):
+    """A start run briefly at the lam that flags s points at its own parameters.
+
+    Returns (trimmed cost of eq. (3), lam, state): starts are compared by the
+    l0 cost with s outliers (tclust's idea: many cheap starts, full solves
+    for the best few).
+    """
+    start = solver.init_state(init)
+    lam = lambda_for_count(solver.critical_lambdas(start), s, solver.zero_lambda_ok)
+    if lam is None:
+        lam = solver.lambda_max(start)
+    state = solver.run(solver.init_state(init, lam), lam, max_iter=SCREEN_ITERATIONS)
+    return solver.trimmed_cost(state, s), lam, state
 
 
-def select_by_count(solver, inits, s, weighted, n_grid=30, min_ratio=1e-3):
+def _solver_from(solver, init, state):
+    """``solve(lam, hi)`` of a :class:`CountSearch` for one start (see there)."""
+    if solver.model.cold_count_search:
+        return lambda lam, hi: solver.run(solver.init_state(init, lam), lam)
+    return lambda lam, hi: solver.run(state if hi is None else hi[1], lam)
+
+
+def select_by_count(solver, inits, s, weighted):
     """lam and solution flagging exactly ``s`` points (or as close as possible).
 
-    1. K-means from every initialisation; the best one starts the path.
-    2. The paper's decreasing grid from lam_max with warm starts until the
-       count reaches s, then bisection between the last two grid points.
-    3. A path warm-started from K-means inherits its local minimum (a centre
-       spent on outliers, two clusters merged), so every initialisation is
-       also restarted cold at that lam and the best state is kept, judged by
-       the l0-constrained cost of eq. (3) with s outliers (comparable whatever
-       each state's own count is).
-    4. Bisection again, every evaluation started from the kept state, to hit
-       s exactly.
-    5. Weighted variant: from that solution, tune the weighted lam on its own
-       (running both at one lam breaks when norms are small: the count sits
-       at 0 and then jumps by hundreds).
+    1. Screening: every start is run a few iterations at the lam that flags s
+       at its own initial parameters, and scored by the l0 cost of eq. (3).
+    2. The best few starts (:func:`n_keep`) get a full :class:`CountSearch`;
+       the best result is kept (exact count first, then the l0 cost).
+    3. Weighted variant: from that solution, the weighted lam is searched the
+       same way, every evaluation restarting the MM iterations from the
+       unweighted solution (the paper's rule; running both at one lam breaks
+       when norms are small: the count sits at 0 and then jumps by hundreds).
 
     Returns (lam, state, unweighted_lam).
     """
-    km = kmeans_solution(solver, inits)
     if s == 0:
+        km = kmeans_solution(solver, inits)
         lam = lambda_max(solver, km)
         state = solver.run(km, lam, weighted=True) if weighted else km
         return lam, state, lam
-
-    def evaluate(lam, warm):
-        return solver.run(warm, lam)
-
-    lam_max = lambda_max(solver, km)
-    lam1, st1 = _CountSearch(evaluate, s, zero_lambda_ok=solver.zero_lambda_ok).along_path(
-        lam_max, km, lambda_grid(lam_max, n_grid, min_ratio)[1:])
-    candidates = [st1] + [solver.run(solver.init_state(c, lam1), lam1) for c in inits]
-    kept = best_of(candidates, key=lambda st: solver.trimmed_cost(st, s))
-
-    def from_kept(lam, _warm):
-        # every evaluation restarts from the kept state: warm-starting from the
-        # previous evaluation lets the solution drift out of the kept basin
-        # (a mixture component sliding onto the outliers as lam grows)
-        return solver.run(kept, lam)
-
-    lam, state = _CountSearch(from_kept, s).local(lam1, kept)
+    screened = sorted((screen(solver, init, s) + (i,) for i, init in enumerate(inits)),
+                      key=lambda item: (item[0], item[3]))
+    results = []
+    for _, lam, state, i in screened[:n_keep(len(inits))]:
+        search = CountSearch(solver, s, _solver_from(solver, inits[i], state))
+        results.append(search.search(lam))
+    lam, state = min(results, key=lambda r: (abs(r[1].n_outliers - s),
+                                             solver.trimmed_cost(r[1], s)))
     if not weighted:
         return lam, state, lam
     lam_w, state_w = tune_weighted(solver, state, lam, s)
@@ -235,16 +298,15 @@ def tune_weighted(solver, start, lam, s):
 
     Every evaluation restarts the MM iterations from ``start`` (the paper's
     rule: the weighted run starts from the converged unweighted one); the
-    search starts at the unweighted ``lam`` and brackets s geometrically.
+    lams come from the order statistics of the weighted critical lams.
     Running both at one lam does not work: the weighted threshold
     lam / (2 (||o_n|| + eps)) compares lam with squared distances, so its
     count depends on the data's units.
     """
-
-    def evaluate_weighted(lam_w, _warm):
-        return solver.run(start, lam_w, weighted=True)
-
-    return _CountSearch(evaluate_weighted, s).local(lam, evaluate_weighted(lam, None))
+    search = CountSearch(solver, s, lambda lam_w, hi: solver.run(start, lam_w, weighted=True),
+                         weighted=True)
+    first = lambda_for_count(solver.critical_lambdas(start, True), s, solver.zero_lambda_ok)
+    return search.search(lam if first is None else first)
 
 
 class OutlierCountWarning(UserWarning):

@@ -165,9 +165,13 @@ class Solver:
                                             self.penalty)
         return state
 
-    def run(self, state, lam, weighted=False):
-        """Iterations at ``lam`` from ``state`` until the stopping rule holds."""
+    def run(self, state, lam, weighted=False, max_iter=None):
+        """Iterations at ``lam`` from ``state`` until the stopping rule holds.
+
+        ``max_iter`` caps this run below the solver's own cap (screening starts).
+        """
         lam = float(lam)
+        max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
         penalty = self.log_penalty if weighted else self.penalty
         if _fused.eligible(self, penalty):
             stepper = _fused.FusedStepper(self, lam, penalty)
@@ -175,7 +179,7 @@ class Solver:
             stepper = _Stepper(self, lam, penalty)
         with blas_limits(self):
             history, converged, it = [], False, 0
-            for it in range(1, self.max_iter + 1):
+            for it in range(1, max_iter + 1):
                 state, (c_shift, c_norm, o_shift, o_norm) = stepper.step(state)
                 history.append(state.objective)
                 _progress.iteration()
@@ -223,6 +227,18 @@ class Solver:
     def lambda_max(self, state):
         """Smallest lam at which the O-step flags nothing, from ``state``."""
         return self.model.lambda_max(self, state)
+
+    def critical_lambdas(self, state, weighted=False):
+        """For every point, the lam below which the next O-step flags it, (N,) NumPy.
+
+        At the state's parameters a point is flagged iff its residual norm
+        exceeds its threshold; that threshold grows with lam, so the point is
+        flagged exactly for lam below this value, and the lams that flag
+        exactly s points lie between the s-th and (s+1)-th largest of them.
+        """
+        penalty = self.log_penalty if weighted else self.penalty
+        return np.asarray(self.to_host(self.model.critical_lambdas(self, state, penalty)),
+                          dtype=np.float64)
 
     def trimmed_cost(self, state, n_trim):
         """The l0-constrained cost of eq. (3) at the state's parameters.
