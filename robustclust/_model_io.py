@@ -45,6 +45,7 @@ Adding an estimator means adding its class and attribute names to
 """
 
 import json
+import warnings
 import zipfile
 from numbers import Integral, Real
 
@@ -137,6 +138,22 @@ def save_model(estimator, path):
     library version, the estimator class, its parameters and the fitted
     attributes that predicting needs.
     """
+    arrays = _arrays(estimator)
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
+
+
+def write_model(estimator, file):
+    """Write a fitted estimator's model file to an open binary file (see :func:`save_model`).
+
+    Raises the errors of :func:`save_model` before anything is written.
+    """
+    arrays = _arrays(estimator)
+    np.savez(file, **arrays)
+
+
+def _arrays(estimator):
+    """{key: array} of a model file, the metadata included."""
     arrays = {}
     meta = {
         "format": FORMAT,
@@ -145,8 +162,7 @@ def save_model(estimator, path):
         "estimator": _spec(estimator, "", arrays),
     }
     arrays[_META_KEY] = np.array(json.dumps(meta))
-    with atomic_write(path) as fh:
-        np.savez(fh, **arrays)
+    return arrays
 
 
 def load_model(path):
@@ -188,11 +204,32 @@ def load_model(path):
         raise ModelFileError(f"{path} is not a robustclust model file")
     with archive:
         try:
-            return _read(archive)
+            return _probe(_read(archive))
         except ModelFileError as exc:
             raise ModelFileError(f"{path} {exc}") from exc
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, TypeError) as exc:
             raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
+
+
+def _probe(model):
+    """The model, once it has predicted one row of zeros without an error."""
+    p = model.n_features_in_
+    names = getattr(model, "feature_names_in_", None)
+    row = np.zeros((1, p))
+    if names is not None:
+        import pandas as pd
+
+        row = pd.DataFrame(row, columns=list(names))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            labels = np.asarray(model.predict(row))
+    except Exception as exc:  # anything: the file's values do not work together
+        raise ModelFileError(f"is corrupted: predicting with it fails ({_first_line(exc)})") \
+            from None
+    if labels.shape != (1,):
+        raise ModelFileError("is corrupted: predicting with it gives no label")
+    return model
 
 
 def _first_line(exc):
@@ -317,13 +354,117 @@ def _build(spec, npz):
         raise ModelFileError(
             f"holds {name} parameters this robustclust does not know: {sorted(unknown)}")
     estimator = cls(**{k: _restore(v, npz) for k, v in spec["params"].items()})
+    _check_params(estimator, name)
     attributes = spec["attributes"]
     missing = [a for a in FITTED_ATTRIBUTES[cls] if a not in attributes]
     if missing:
         raise ModelFileError(f"is corrupted: {name} lacks the fitted attributes {missing}")
     for attr, value in attributes.items():
         setattr(estimator, attr, _restore(value, npz))
+    _check_attributes(estimator, name)
     return estimator
+
+
+# -- validation of what was read -------------------------------------------------
+#: Fitted numbers that may be +inf (lambda = inf is plain clustering).
+_MAY_BE_INFINITE = {"lambda_", "unweighted_lambda_"}
+#: Fitted numbers that must be >= 0, and those that must be > 0.
+_NON_NEGATIVE = {"lambda_", "unweighted_lambda_", "n_outliers_", "n_iter_", "weights_",
+                 "var_", "n_samples_seen_", "_covar_floor"}
+_POSITIVE = {"eps_", "gamma_", "variance_", "scale_", "n_features_in_", "feature_dim_",
+             "_n_features_out"}
+#: Fitted numbers that must be whole.
+_WHOLE = {"n_outliers_", "n_iter_", "n_features_in_", "feature_dim_", "_n_features_out",
+          "n_samples_seen_"}
+
+
+def _check_params(estimator, name):
+    """Refuse parameter values the estimator would refuse (its own constraints)."""
+    validate = getattr(estimator, "_validate_params", None)
+    if validate is None:  # pragma: no cover - every supported class has constraints
+        return
+    try:
+        validate()
+    except ValueError as exc:  # sklearn's InvalidParameterError
+        text = " ".join(str(exc).split())
+        raise ModelFileError(f"holds an invalid {name} parameter: "
+                             f"{text[:1].lower()}{text[1:]}") from None
+
+
+def _bad_value(name, attr, value, why):
+    shown = " ".join(np.array2string(np.asarray(value), threshold=6, edgeitems=2).split())
+    return ModelFileError(f"is corrupted: {name}.{attr} = {shown} is {why}")
+
+
+def _check_number(name, attr, value):
+    """Finite (or +inf where allowed), signs and whole numbers as the attribute needs."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_number(name, f"{attr}[{key!r}]", item)
+        return
+    if value is None or isinstance(value, str):
+        return
+    array = np.asarray(value)
+    if array.dtype == bool or array.dtype.kind in "UO":
+        return
+    if array.dtype.kind not in "iuf":
+        raise _bad_value(name, attr, value, "not a number")
+    if np.isnan(array).any():
+        raise _bad_value(name, attr, value, "not a number (NaN)" if array.ndim == 0
+                         else "not all numbers (NaN)")
+    allowed_inf = attr in _MAY_BE_INFINITE
+    if np.isinf(array).any() and not (allowed_inf and np.all(array[np.isinf(array)] > 0)):
+        raise _bad_value(name, attr, value, "infinite")
+    if attr in _NON_NEGATIVE and (array < 0).any():
+        raise _bad_value(name, attr, value, "negative")
+    if attr in _POSITIVE and (array <= 0).any():
+        raise _bad_value(name, attr, value, "not positive")
+    if attr in _WHOLE and np.any(array != np.round(array)):
+        raise _bad_value(name, attr, value, "not a whole number")
+
+
+def _check_shape(name, attr, value, shape):
+    actual = np.shape(value)
+    if actual != shape:
+        raise ModelFileError(f"is corrupted: {name}.{attr} has shape {actual}, expected "
+                             f"{shape}")
+
+
+def _check_attributes(estimator, name):
+    """Every fitted value finite and of the shape the others imply."""
+    for attr in FITTED_ATTRIBUTES[type(estimator)] + OPTIONAL_ATTRIBUTES:
+        if hasattr(estimator, attr):
+            _check_number(name, attr, getattr(estimator, attr))
+    p = estimator.n_features_in_
+    if not isinstance(p, Integral) or isinstance(p, bool):
+        raise _bad_value(name, "n_features_in_", p, "not a whole number")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None:
+        _check_shape(name, "feature_names_in_", names, (p,))
+    if isinstance(estimator, StandardScaler):
+        for attr in ("mean_", "var_", "scale_"):
+            _check_shape(name, attr, getattr(estimator, attr), (p,))
+        return
+    k = getattr(estimator, "n_components", None) or estimator.n_clusters
+    if isinstance(estimator, _KERNEL_CLASSES):
+        n = np.shape(estimator.X_fit_)[0] if np.ndim(estimator.X_fit_) == 2 else -1
+        _check_shape(name, "X_fit_", estimator.X_fit_, (n, p))
+        _check_shape(name, "dual_coef_", estimator.dual_coef_, (n, k))
+        _check_shape(name, "_kernel_col_mean", estimator._kernel_col_mean, (n,))
+        _check_shape(name, "_gram_centres", estimator._gram_centres, (k, k))
+    if getattr(estimator, "cluster_centers_", None) is not None:
+        _check_shape(name, "cluster_centers_", estimator.cluster_centers_, (k, p))
+    if isinstance(estimator, (RobustGaussianMixture, KernelRobustGaussianMixture)):
+        _check_shape(name, "weights_", estimator.weights_, (k,))
+        if not np.isclose(np.sum(estimator.weights_), 1.0, rtol=1e-6):
+            raise _bad_value(name, "weights_", estimator.weights_, "not summing to 1")
+    if isinstance(estimator, RobustGaussianMixture):
+        _check_shape(name, "means_", estimator.means_, (k, p))
+        shape = {"spherical": (), "diag": (p,), "full": (p, p)}[estimator.covariance_type]
+        _check_shape(name, "covariances_", estimator.covariances_, shape)
+        _check_shape(name, "precisions_cholesky_", estimator.precisions_cholesky_, shape)
+        if estimator.covariance_type != "full" and np.any(np.asarray(estimator.covariances_) <= 0):
+            raise _bad_value(name, "covariances_", estimator.covariances_, "not positive")
 
 
 def _restore(value, npz):
