@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without matplotl
     ) from exc
 
 __all__ = [
+    "cluster_colors",
     "cluster_order",
     "plot_centroids_and_outliers",
     "plot_clusters",
@@ -72,9 +73,20 @@ def _axes(ax, **subplots_kw):
     return plt.subplots(**subplots_kw)[1]
 
 
-def _cluster_colors(n_colors, cmap=None):
+def cluster_colors(n_colors, cmap=None):
     """``n_colors`` RGBA rows for the clusters.
 
+    Parameters
+    ----------
+    n_colors : int
+    cmap : str, default=None
+
+    Returns
+    -------
+    colors : ndarray of shape (n_colors, 4)
+
+    Notes
+    -----
     Default: tab10 without its red (tab20 without its two reds beyond 9
     clusters, cycled beyond 18), so that red is left to the outliers. A
     given ``cmap`` is used as is: its first colours if it is a listed
@@ -324,7 +336,7 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
 
     ax = _axes(ax)
     clusters, color_index = _color_index(labels, inliers)
-    colors = _cluster_colors(len(clusters), cmap)
+    colors = cluster_colors(len(clusters), cmap)
     ax.scatter(Z[inliers, 0], Z[inliers, 1], c=colors[color_index[inliers]], s=point_size,
                linewidths=0, gid="inliers", label="inliers")
     if outliers.any():
@@ -343,7 +355,7 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
     if centers is not None:
         C = np.asarray(centers, dtype=np.float64)
         C2 = C if project is None else project.transform(C)
-        center_colors = _cluster_colors(max(len(C2), len(clusters)), cmap)[: len(C2)]
+        center_colors = cluster_colors(max(len(C2), len(clusters)), cmap)[: len(C2)]
         ax.scatter(C2[:, 0], C2[:, 1], marker="X", s=12 * point_size, c=center_colors,
                    edgecolors="k", linewidths=1.0, zorder=3, gid="centers", label="centres")
     ax.set_xlabel(axis_labels[0])
@@ -643,7 +655,7 @@ def plot_graph(G, labels, outlier_mask=None, outlier_scores=None, pos=None, ax=N
                                      gid="edges"))
     inliers = ~outliers
     clusters, color_index = _color_index(labels, inliers)
-    colors = _cluster_colors(len(clusters), cmap)
+    colors = cluster_colors(len(clusters), cmap)
     ax.scatter(xy[inliers, 0], xy[inliers, 1], s=node_size, c=colors[color_index[inliers]],
                edgecolors="k", linewidths=0.4, zorder=2, gid="inliers")
     if outliers.any():
