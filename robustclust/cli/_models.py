@@ -24,6 +24,7 @@ METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("spherical", "diag", "full")
 KERNELS = ("rbf", "poly", "linear", "cosine")
 INITS = ("k-means++", "random", "spectral", "robust-kmeans")
+APPROXIMATIONS = ("exact", "nystroem")
 #: The kernel parameters and the ``--kernel`` values they apply to.
 KERNEL_PARAMETERS = {"gamma": ("rbf", "poly"), "degree": ("poly",), "coef0": ("poly",)}
 #: Kernels whose feature space is the columns themselves (chi^2 default lambda).
@@ -41,7 +42,9 @@ class ModelOptions:
 
     ``lam`` and ``n_outliers`` are None when not given; ``q``,
     ``covariance``, ``kernel``, ``gamma``, ``degree``, ``coef0`` and ``init``
-    are None unless given (and they apply).
+    are None unless given (and they apply).  ``approximation`` is None (not
+    chosen yet), ``"exact"`` or ``"nystroem"`` with ``n_landmarks`` (None:
+    the estimator's default), for ``kernel`` only.
     """
 
     n_clusters: int
@@ -59,6 +62,8 @@ class ModelOptions:
     seed: int | None = 0
     lam: float | None = None
     n_outliers: int | float | None = None
+    approximation: str | None = None
+    n_landmarks: int | None = None
 
 
 def build_estimator(options, *, graph=False):
@@ -88,6 +93,10 @@ def build_estimator(options, *, graph=False):
         common["kernel"] = options.kernel
         common.update({name: getattr(options, name) for name in KERNEL_PARAMETERS
                        if getattr(options, name) is not None})
+        if options.approximation == "nystroem":
+            common["approximation"] = "nystroem"
+            if options.n_landmarks is not None:
+                common["n_landmarks"] = options.n_landmarks
     if options.init is not None:
         common["init"] = options.init
     kernel = "kernel" in common
@@ -170,6 +179,9 @@ def predict_rows(model, X):
 def describe(model):
     """A short human name of the fitted method, e.g. 'weighted soft robust K-means (q=1.5)'.
 
+    A Nystroem approximation is named after the kernel:
+    'hard kernel robust K-means (rbf kernel, gamma=0.25, Nystroem, 100 landmarks)'.
+
     Kernel models name their kernel: 'hard kernel robust K-means (rbf
     kernel, gamma=0.25)' (gamma=1/median or 1/p: the default gamma of a
     model not fitted yet); ``kernel="precomputed"`` is called the graph
@@ -186,6 +198,10 @@ def describe(model):
         elif est.kernel == "poly":
             gamma = "1/p" if gamma is None else f"{gamma:.4g}"
             detail += f", degree {est.degree}, gamma={gamma}, coef0={est.coef0:g}"
+        if getattr(est, "approximation", None) == "nystroem":
+            fitted = getattr(est, "nystroem_", None)
+            landmarks = est.n_landmarks if fitted is None else fitted.n_components
+            detail += f", Nystroem, {landmarks} landmarks"
         if isinstance(est, KernelRobustGaussianMixture):
             return f"{prefix}kernel robust Gaussian mixture (KRPC, {detail})"
         if est.q == 1:
