@@ -191,9 +191,9 @@ class StagedFiles:
 
 
 def _appeared(path):
-    return UnsafeWriteError(f"{path} was created by another program while this command ran; "
-                            "it was left as it is and nothing was written (use --force to "
-                            "overwrite it)")
+    return UnsafeWriteError(f"{path} was created by another program while this command ran "
+                            "(another run?); it was left as it is and nothing was written (use "
+                            "--force to overwrite it)")
 
 
 def _link(tmp, path):

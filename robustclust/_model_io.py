@@ -392,8 +392,11 @@ def _check_params(estimator, name):
 
 
 def _bad_value(name, attr, value, why):
-    shown = " ".join(np.array2string(np.asarray(value), threshold=6, edgeitems=2).split())
-    return ModelFileError(f"is corrupted: {name}.{attr} = {shown} is {why}")
+    """'is corrupted: RobustKMeans.lambda_ = -1.0 is negative' (arrays: 'holds ...')."""
+    if np.ndim(value) == 0:
+        shown = np.asarray(value).item()
+        return ModelFileError(f"is corrupted: {name}.{attr} = {shown!r} is {why}")
+    return ModelFileError(f"is corrupted: {name}.{attr} holds values that are {why}")
 
 
 def _check_number(name, attr, value):
@@ -410,8 +413,7 @@ def _check_number(name, attr, value):
     if array.dtype.kind not in "iuf":
         raise _bad_value(name, attr, value, "not a number")
     if np.isnan(array).any():
-        raise _bad_value(name, attr, value, "not a number (NaN)" if array.ndim == 0
-                         else "not all numbers (NaN)")
+        raise _bad_value(name, attr, value, "not a number (NaN)")
     allowed_inf = attr in _MAY_BE_INFINITE
     if np.isinf(array).any() and not (allowed_inf and np.all(array[np.isinf(array)] > 0)):
         raise _bad_value(name, attr, value, "infinite")

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ._errors import DataError, first_line, listing, rows_phrase
 from ._graphs import read_graph
-from ._tables import compression_of, is_unnamed, read_text_table
+from ._tables import compression_of, is_unnamed, numeric_matrix, read_text_table
 
 __all__ = ["DataError", "Dataset", "input_kind", "read_graph", "read_input", "rows_phrase"]
 
@@ -181,7 +181,8 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
     _check_table(frame, path, kind)
     labels = list(range(1, len(frame) + 1))
     names, skipped = select_columns(frame, columns, path, header=header, codes=codes)
-    values = np.ascontiguousarray(frame[names].to_numpy(dtype=np.float64))
+    position = {name: i for i, name in enumerate(frame.columns)}
+    values = numeric_matrix(frame, [position[name] for name in names])
     used = _finite_rows(values, names, labels, drop_missing, path)
     X = pd.DataFrame(values[used], columns=names, index=np.flatnonzero(used))
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
@@ -247,7 +248,7 @@ def select_columns(frame, columns, path, *, header=None, codes=None):
     numeric = _numeric_columns(frame)
     if columns is None:
         header = header or [str(c) for c in frame.columns]
-        empty = frame.isna().all(axis=0).to_numpy()
+        empty = _empty_columns(frame, numeric)
         skipped, unnamed = {}, []
         for position, name in enumerate(frame.columns):
             if name in RESULT_COLUMNS:
@@ -284,6 +285,18 @@ def select_columns(frame, columns, path, *, header=None, codes=None):
             raise DataError(f"column '{name}' of {path} is not numeric{_example(column)}")
         names.append(frame.columns[position])
     return names, {}
+
+
+def _empty_columns(frame, numeric):
+    """Boolean per column: no value at all."""
+    empty = np.zeros(len(frame.columns), dtype=bool)
+    numbers = np.flatnonzero(numeric)
+    if len(numbers):
+        empty[numbers] = np.isnan(numeric_matrix(frame, numbers)).all(axis=0)
+    others = np.flatnonzero(~numeric)
+    if len(others):
+        empty[others] = frame.iloc[:, others].isna().all(axis=0).to_numpy()
+    return empty
 
 
 def _describe_skipped(skipped):

@@ -216,12 +216,15 @@ def check_standardizable(X, path):
                         f"{'it' if len(bad) == 1 else 'them'} by a power of ten first")
 
 
-def _magnitudes(X):
-    values = np.abs(np.asarray(X, dtype=np.float64))
+def _magnitudes(data):
+    """' (|values| from 1e-05 to 1e+160, the largest in row 1, column x)'."""
+    values = np.abs(data.X.to_numpy(dtype=np.float64))
     nonzero = values[values > 0]
     if nonzero.size == 0:
         return ""
-    return f" (|values| from {nonzero.min():.3g} to {nonzero.max():.3g})"
+    row, column = np.unravel_index(np.argmax(values), values.shape)
+    where = f"row {data.used_labels[row]}, column {data.X.columns[column]}"
+    return f" (|values| from {nonzero.min():.3g} to {nonzero.max():.3g}, the largest in {where})"
 
 
 def check_fit(data, X, est, mask, scores, n_clusters):
@@ -249,5 +252,6 @@ def check_fit(data, X, est, mask, scores, n_clusters):
     if data.graph is not None:
         raise DataError(f"the fit of {data.path} failed numerically: {problem}")
     raise DataError(f"the fit of {data.path} failed numerically: {problem}; its numbers"
-                    f"{_magnitudes(X)} are beyond what the solver handles: rescale the "
-                    "columns (e.g. divide them by a power of ten) and run again")
+                    f"{_magnitudes(data)} are beyond what the solver handles: check the "
+                    "largest, or rescale the columns (divide them by a power of ten), and "
+                    "run again")

@@ -34,6 +34,7 @@ from ._errors import DataError, first_line
 
 #: Compressed suffixes read here -> name used in messages.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
+_OPENERS = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}
 #: Names pandas gives columns without one in the header (and that a table
 #: written by pandas with its index carries over).
 _UNNAMED = re.compile(r"^Unnamed: \d+$")
@@ -63,6 +64,21 @@ class TextTable:
     header: list
     raw: pd.DataFrame | None
     codes: dict
+
+
+def numeric_matrix(frame, positions):
+    """The columns at ``positions`` as one C-ordered float64 array.
+
+    Taking every column at once avoids pandas' per-column work, which
+    dominates for tables of many thousand columns.
+    """
+    positions = np.asarray(positions, dtype=np.intp)
+    if len(positions) == len(frame.columns) and np.array_equal(positions,
+                                                                np.arange(len(positions))):
+        values = frame.to_numpy(dtype=np.float64)
+    else:
+        values = frame.iloc[:, positions].to_numpy(dtype=np.float64)
+    return np.ascontiguousarray(values)
 
 
 def is_unnamed(name, header_name):
@@ -119,12 +135,9 @@ def _read_bytes(path):
     try:
         if kind is None:
             return path.read_bytes()
-        if kind == "gzip":
-            return gzip.decompress(path.read_bytes())
-        if kind == "bzip2":
-            return bz2.decompress(path.read_bytes())
-        if kind == "xz":
-            return lzma.decompress(path.read_bytes())
+        if kind in _OPENERS:
+            with _OPENERS[kind](path, "rb") as fh:
+                return fh.read()
         if kind == "zip":
             return _read_zip(path)
         return _read_zstd(path)
@@ -262,25 +275,26 @@ def _parse(text, sep, path, what, **options):
 
 def _code_columns(frame, raw, text, sep, path, what):
     """{name: example} of the whole-number columns written with leading zeros."""
-    candidates = []
-    for position, (name, dtype) in enumerate(frame.dtypes.items()):
-        if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
-            candidates.append(position)
-        elif pd.api.types.is_float_dtype(dtype):
-            values = frame.iloc[:, position].to_numpy()
-            finite = values[np.isfinite(values)]
-            if len(finite) and np.all(finite == np.round(finite)):
-                candidates.append(position)
-    if not candidates:
+    kinds = np.array([dtype.kind for dtype in frame.dtypes])
+    candidates = np.flatnonzero(np.isin(kinds, ["i", "u"]))
+    floats = np.flatnonzero(kinds == "f")
+    if len(floats):
+        values = numeric_matrix(frame, floats)
+        with np.errstate(invalid="ignore"):
+            whole = ~np.isfinite(values) | (values == np.round(values))
+        some = np.isfinite(values).any(axis=0)
+        candidates = np.sort(np.r_[candidates, floats[whole.all(axis=0) & some]])
+    if not len(candidates):
         return {}
     if raw is None:
-        raw = _parse(text, sep, path, what, dtype=str, na_filter=False, usecols=candidates)
-        raw = raw.set_axis([frame.columns[p] for p in candidates], axis=1)
+        fields = _parse(text, sep, path, what, dtype=str, na_filter=False,
+                        usecols=candidates.tolist())
+    else:
+        fields = raw.iloc[:, candidates]
+    cells = fields.to_numpy(dtype=object)
+    hits = pd.Series(cells.ravel(order="F")).str.contains(_LEADING_ZERO, regex=True)
+    hits = hits.to_numpy(dtype=bool).reshape(cells.shape, order="F")
     codes = {}
-    for position in candidates:
-        name = frame.columns[position]
-        column = raw[name]
-        hits = np.flatnonzero(column.str.contains(_LEADING_ZERO, regex=True).to_numpy())
-        if len(hits):
-            codes[name] = column.iloc[hits[0]]
+    for j in np.flatnonzero(hits.any(axis=0)):
+        codes[frame.columns[candidates[j]]] = cells[np.argmax(hits[:, j]), j]
     return codes
