@@ -1,7 +1,7 @@
 """Figures of the command line's ``--plot``: clusters, graphs and the lambda path.
 
 Clusters are drawn in the colours of :func:`robustclust.plotting.cluster_colors`
-(no red: red is kept for the outliers), one legend entry per cluster, the
+by label (no red: red is kept for the outliers), one legend entry per cluster, the
 legend outside the axes so that it covers no point; outliers are crossed and
 circled, the circle's radius proportional to the score but never below
 :data:`MIN_CIRCLE_RADIUS` points, so that every outlier's circle shows.
@@ -101,9 +101,9 @@ def cluster_figure(X, labels, scores, *, axis_names=None, title=""):
     fig = _figure(figsize=(6.4, 5.2), layout="constrained")
     ax = fig.subplots()
     clusters = np.unique(labels[labels >= 0])
-    colors = cluster_colors(len(clusters))
-    for c, color in zip(clusters, colors):
-        members = labels == c
+    colors = cluster_colors(int(labels.max()) + 1 if len(clusters) else 1)
+    for c in clusters:
+        members, color = labels == c, colors[c]
         named = len(clusters) <= LEGEND_CLUSTERS or c < LEGEND_CLUSTERS - 1
         ax.scatter(view[members, 0], view[members, 1], color=color, s=12, linewidths=0,
                    gid=f"cluster-{c}", label=f"cluster {c} ({members.sum()})" if named
