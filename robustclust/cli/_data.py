@@ -184,7 +184,10 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
     position = {name: i for i, name in enumerate(frame.columns)}
     values = numeric_matrix(frame, [position[name] for name in names])
     used = _finite_rows(values, names, labels, drop_missing, path)
-    X = pd.DataFrame(values[used], columns=names, index=np.flatnonzero(used))
+    # one C-ordered block that the estimator takes as it is (copy=False: pandas
+    # would otherwise copy it into its column-major layout)
+    X = pd.DataFrame(np.ascontiguousarray(values[used]), columns=names,
+                     index=np.flatnonzero(used), copy=False)
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
                    raw=raw_frame)
 

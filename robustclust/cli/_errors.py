@@ -34,6 +34,25 @@ def listing(names, limit=12):
     return f"{', '.join(head)}, ..., {', '.join(names[-2:])} ({len(names)} in all)"
 
 
+def short_listing(names, width=100):
+    """Like :func:`listing`, with as many first names as fit in ``width`` characters.
+
+    'a, b, c, ..., y, z (40 in all)': at least one first name, always the
+    last two and the count.
+    """
+    names = [str(n) for n in names]
+    full = ", ".join(names)
+    if len(full) <= width or len(names) <= 3:
+        return full
+    tail = f", ..., {names[-2]}, {names[-1]} ({len(names)} in all)"
+    text = names[0]
+    for name in names[1:-2]:
+        if len(text) + 2 + len(name) + len(tail) > width:
+            break
+        text += ", " + name
+    return text + tail
+
+
 def rows_phrase(labels, noun="row", limit=10):
     """'row 3', 'rows 3 and 17', 'rows 1, 2, ..., 10 and 5 more'."""
     labels = [str(label) for label in labels]

@@ -2,9 +2,9 @@
 
 The commands build a summary dict (the ``--json`` output) and
 :func:`format_summary` renders the same dict for people, so the two never
-disagree.  The JSON lists every column; the text names at most
-:data:`SHOWN_COLUMNS` of them, so that a table of 100,000 columns still
-gives short lines.
+disagree.  The JSON lists every column; the text names as many as fit in a
+line of :data:`LINE_WIDTH` characters, so that a table of 100,000 columns
+still gives short lines.
 """
 
 import json
@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
-from ._errors import count, listing, rows_phrase
+from ._errors import count, rows_phrase, short_listing
 
 #: Outliers listed in a summary, highest score first.
 TOP_OUTLIERS = 10
-#: Column names written in a text summary line at most.
-SHOWN_COLUMNS = 12
+#: Width of the lines that name columns: longer lists are cut in the middle.
+LINE_WIDTH = 100
 
 
 def cluster_sizes(labels, n_clusters):
@@ -84,11 +84,11 @@ def _input_lines(summary):
                 f"{count(summary['n_edges'], 'edge')}"]
     lines = [f"input: {summary['input']}, {count(summary['n_rows'], 'row')}, "
              f"{count(summary['n_input_columns'], 'column')}",
-             f"features: {listing(summary['columns'], SHOWN_COLUMNS)}"]
+             f"features: {short_listing(summary['columns'], LINE_WIDTH - 10)}"]
     skipped = summary.get("skipped_columns")
     if skipped:
         described = [f"{name} ({why})" for name, why in skipped.items()]
-        lines.append(f"skipped columns: {listing(described, SHOWN_COLUMNS)}")
+        lines.append(f"skipped columns: {short_listing(described, LINE_WIDTH - 17)}")
     dropped = summary.get("dropped_rows")
     if dropped:
         lines.append(f"left out {count(len(dropped), 'row')} with missing values: "

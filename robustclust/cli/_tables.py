@@ -237,7 +237,9 @@ def _check_quoted_fields(text, sep, path):
     try:
         for record in reader:
             start, line = line, reader.line_num + 1
-            if len(record) == 0 or (len(record) == 1 and not record[0].strip()):
+            # blank as pandas sees it: nothing, or white space only (a quoted
+            # empty field, "", is a row with one empty value)
+            if len(record) == 0 or (len(record) == 1 and record[0] and not record[0].strip()):
                 continue
             if header is None:
                 header = record
@@ -245,6 +247,8 @@ def _check_quoted_fields(text, sep, path):
                 raise _ragged(path, start, len(record), len(header))
     except csv.Error as exc:
         raise DataError(f"cannot read {path}: line {reader.line_num}: {exc}") from None
+    if header is None:
+        raise DataError(f"{path} is empty")
     return header
 
 
