@@ -836,10 +836,11 @@ def test_14_absurd_counts_are_refused(tmp_path):
     assert invoke(["path", "blobs.csv", "-k", "4", "--n-lambdas", "100000"], tmp_path)[0] == 2
 
 
-def test_14_the_estimator_gets_one_c_ordered_float64_block(tmp_path, monkeypatch):
+def test_14_the_estimator_gets_what_pandas_gives_a_library_user(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
-    pd.DataFrame(rng.normal(size=(50, 20)), columns=[f"c{j}" for j in range(20)]).to_csv(
-        tmp_path / "t.csv", index=False)
+    frame = pd.DataFrame(rng.normal(size=(50, 20)), columns=[f"c{j}" for j in range(20)])
+    frame["name"] = "n"
+    frame.to_csv(tmp_path / "t.csv", index=False)
     seen = []
     real = RobustKMeans.fit
 
@@ -850,10 +851,13 @@ def test_14_the_estimator_gets_one_c_ordered_float64_block(tmp_path, monkeypatch
     monkeypatch.setattr(RobustKMeans, "fit", spy)
     assert invoke(["fit", "t.csv", "-k", "2", "--quiet"], tmp_path)[0] == 0
     (X,) = seen
-    assert isinstance(X, pd.DataFrame) and list(X.columns) == [f"c{j}" for j in range(20)]
-    values = X.to_numpy()
-    assert values.dtype == np.float64 and values.flags["C_CONTIGUOUS"]
-    assert np.shares_memory(values, X.to_numpy())  # one block: no copy on the way in
+    api = pd.read_csv(tmp_path / "t.csv")[[f"c{j}" for j in range(20)]]
+    assert isinstance(X, pd.DataFrame) and list(X.columns) == list(api.columns)
+    ours, theirs = X.to_numpy(), api.to_numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours.dtype == np.float64
+    assert (ours.flags["C_CONTIGUOUS"], ours.flags["F_CONTIGUOUS"]) == (
+        theirs.flags["C_CONTIGUOUS"], theirs.flags["F_CONTIGUOUS"])
 
 
 # -- 15. Nystroem from the command line ------------------------------------------------------------

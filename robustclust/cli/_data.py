@@ -182,17 +182,29 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
     labels = list(range(1, len(frame) + 1))
     names, skipped = select_columns(frame, columns, path, header=header, codes=codes)
     position = {name: i for i, name in enumerate(frame.columns)}
-    values = numeric_matrix(frame, [position[name] for name in names])
+    positions = [position[name] for name in names]
+    values = numeric_matrix(frame, positions)
     used = _finite_rows(values, names, labels, drop_missing, path)
-    # one C-ordered block that the estimator takes as it is (copy=False: pandas
-    # would otherwise copy it into its column-major layout)
-    X = pd.DataFrame(np.ascontiguousarray(values[used]), columns=names,
-                     index=np.flatnonzero(used), copy=False)
+    X = _features(values, names, used)
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
                    raw=raw_frame)
 
 
 # -- tables ----------------------------------------------------------------------
+def _features(values, names, used):
+    """The feature columns of the rows used: one float64 block, laid out as pandas does.
+
+    ``pandas.read_csv(path)[columns].to_numpy()`` is column-major (Fortran
+    order); the estimator gets the same values in the same layout, so that
+    even the last bits of a ``--standardize`` scaling agree with the
+    library's on such a frame.  One block rather than pandas' one block per
+    column: on a table of 100,000 columns that makes the estimator's input
+    checks take seconds instead of half a minute.
+    """
+    block = np.asfortranarray(values[used])
+    return pd.DataFrame(block, columns=names, index=np.flatnonzero(used), copy=False)
+
+
 def _check_table(frame, path, kind):
     if kind != "npy" and len(frame.columns) and all(_is_number(c) for c in frame.columns):
         shown = ", ".join(str(c) for c in frame.columns[:4])
