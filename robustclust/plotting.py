@@ -61,6 +61,8 @@ INLIER_CURVE_COLOR = "0.75"
 MIN_CIRCLE_SHARE = 0.25
 #: Clusters given a legend entry of their own at most.
 LEGEND_CLUSTERS = 12
+#: Height added above the data of :func:`plot_clusters` per row of legend entries.
+LEGEND_BAND = 0.09
 
 
 # --------------------------------------------------------------------------
@@ -338,8 +340,8 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
         :class:`~matplotlib.patches.Circle` patch (gid ``"outlier-circle"``),
         in increasing point order. The aspect ratio is equal, so circles are
         round. The legend, one entry per cluster (up to
-        :data:`LEGEND_CLUSTERS`), sits above the axes, where it covers no
-        point.
+        :data:`LEGEND_CLUSTERS`), sits in a band added above the data, where
+        it covers no point and no circle.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 2:
@@ -406,10 +408,25 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
     ax.set_ylabel(axis_labels[1])
     ax.set_aspect("equal", adjustable="datalim")
     ax.autoscale_view()
-    entries = len(ax.get_legend_handles_labels()[1])
-    ax.legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.01, 1.0, 0.1),
-              mode="expand", ncol=min(entries, 4), borderaxespad=0.0, frameon=False)
+    _legend_on_top(ax)
     return ax
+
+
+def _legend_on_top(ax, per_row=4):
+    """The legend in a band added above the data, so that it covers no point or circle.
+
+    Inside the axes (a title or a neighbouring panel stays free); the band
+    is :data:`LEGEND_BAND` of the height per row of entries.
+    """
+    entries = len(ax.get_legend_handles_labels()[1])
+    rows = -(-entries // per_row)
+    low, high = ax.get_ylim()
+    for patch in ax.patches:  # circles reach beyond the points
+        if isinstance(patch, Circle):
+            high = max(high, patch.center[1] + patch.get_radius())
+    ax.set_ylim(low, high + LEGEND_BAND * rows * (high - low))
+    ax.legend(fontsize="small", loc="upper center", ncol=min(entries, per_row),
+              handletextpad=0.3, columnspacing=1.0, borderaxespad=0.3)
 
 
 # --------------------------------------------------------------------------

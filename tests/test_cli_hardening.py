@@ -1003,7 +1003,8 @@ def test_18_fit_figure_legend_colours_circles(tmp_path):
     assert radii.min() == MIN_CIRCLE_RADIUS and (scores[labels < 0] < scores.max() / 10).any()
 
 
-def test_18_plot_clusters_legend_above_the_axes_and_minimum_circles():
+def test_18_plot_clusters_legend_covers_no_point_and_circles_have_a_minimum():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from robustclust.plotting import MIN_CIRCLE_SHARE, plot_clusters
@@ -1015,7 +1016,13 @@ def test_18_plot_clusters_legend_above_the_axes_and_minimum_circles():
     texts = [t.get_text() for t in legend.get_texts()]
     present = np.unique(model.labels_[model.labels_ >= 0])
     assert texts == [f"cluster {c}" for c in present] + ["outliers", "centres"]
-    assert not _overlaps(legend, ax)
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    box = legend.get_window_extent(canvas.get_renderer())
+    for x, y in ax.transData.transform(X):
+        assert not box.contains(x, y)
+    for patch in ax.patches:
+        assert not patch.get_window_extent(canvas.get_renderer()).overlaps(box)
     radii = [p.get_radius() for p in ax.patches if p.get_gid() == "outlier-circle"]
     assert min(radii) == pytest.approx(MIN_CIRCLE_SHARE * max(radii))
     # a centre and its cluster's points share the colour, whichever clusters are empty

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import __version__
 from ._data import GRAPH_KINDS, input_kind, read_input
-from ._errors import DataError, count, one_line
+from ._errors import DataError, count, one_line, rows_phrase
 from ._models import (
     build_estimator,
     default_lambda_rule,
@@ -352,11 +352,14 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
         warnings.filterwarnings("ignore", _FLOATING_POINT, RuntimeWarning)
         labels, mask, scores = run_estimator(predict_rows, model, X)
     elapsed = time.perf_counter() - start
-    if scores is not None and not (np.all(np.isfinite(scores)) and
-                                   np.array_equal(mask, scores > 0)):
+    if scores is not None and not np.all(np.isfinite(scores)):
         raise DataError(f"the outlier scores of {input} under {model_path} are not finite "
                         "numbers (values too large for the model?): rescale the columns as "
                         "the model's training data were")
+    if scores is not None and not np.array_equal(mask, scores > 0):
+        bad = [label for label, ok in zip(data.used_labels, mask == (scores > 0)) if not ok]
+        raise DataError(f"the model {model_path} labels {rows_phrase(bad)} of {input} "
+                        "inconsistently (flag and score disagree), so nothing was written")
 
     summary = _summary_head("predict", data, model)
     summary.update({
