@@ -207,7 +207,8 @@ def check_standardizable(X, path):
 
     with np.errstate(all="ignore"):
         scaler = StandardScaler().fit(X)
-    bad = [str(c) for c, ok in zip(X.columns, np.isfinite(scaler.scale_)) if not ok]
+    finite = np.isfinite(scaler.scale_) & np.isfinite(scaler.var_) & np.isfinite(scaler.mean_)
+    bad = [str(c) for c, ok in zip(X.columns, finite) if not ok]
     if bad:
         largest = float(np.abs(X[bad[0]].to_numpy()).max())
         raise DataError(f"cannot --standardize {path}: the variance of "
