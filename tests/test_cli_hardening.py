@@ -283,8 +283,8 @@ SCALE_MODELS = {
 @QUIET_CORE
 @pytest.mark.parametrize("scale", [
     1e150, 1e-150,
-    pytest.param(1e300, marks=pytest.mark.xfail(reason=CORE, strict=True)),
-    pytest.param(1e-300, marks=pytest.mark.xfail(reason=CORE, strict=True)),
+    pytest.param(1e300, marks=[pytest.mark.xfail(reason=CORE, strict=True), pytest.mark.slow]),
+    pytest.param(1e-300, marks=[pytest.mark.xfail(reason=CORE, strict=True), pytest.mark.slow]),
 ])
 @pytest.mark.parametrize("name", list(SCALE_MODELS))
 def test_4_results_are_invariant_to_the_scale_of_the_data(name, scale):
@@ -571,6 +571,7 @@ def karate(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_9_graph_path_shows_where_the_count_changes(karate):
     status, out, err = invoke(["path", "karate.edges", "-k", "2", "--n-lambdas", "10",
                                "--json"], karate)
@@ -608,6 +609,7 @@ def test_9_lam_min_and_lam_max_set_the_grid(karate):
                                 "--lam-max 1\n")
 
 
+@pytest.mark.slow
 def test_9_mixture_path_says_what_lambda_max_flags(tmp_path):
     write_blobs(tmp_path, n_outliers=80)
     status, out, err = invoke(["path", "blobs.csv", "-k", "4", "--method", "gmm",
