@@ -28,7 +28,8 @@ __all__ = ["StagedFiles", "UnsafeWriteError", "atomic_write", "check_destination
 
 #: errno values of file systems that cannot make hard links.
 _NO_HARD_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
-                  getattr(errno, "ENOTSUP", errno.EPERM), getattr(errno, "EOPNOTSUPP", errno.EPERM)}
+                  getattr(errno, "ENOTSUP", errno.EPERM),
+                  getattr(errno, "EOPNOTSUPP", errno.EPERM)}
 
 
 class UnsafeWriteError(ValueError):

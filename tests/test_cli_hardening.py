@@ -15,7 +15,6 @@ import io
 import json
 import lzma
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -862,7 +861,7 @@ def test_14_the_estimator_gets_what_pandas_gives_a_library_user(tmp_path, monkey
         theirs.flags["C_CONTIGUOUS"], theirs.flags["F_CONTIGUOUS"])
 
 
-# -- 15. Nystroem from the command line ------------------------------------------------------------
+# -- 15. Nystroem from the command line ---------------------------------------------------
 def test_15_approximation_nystroem_with_landmarks(tmp_path):
     write_blobs(tmp_path)
     status, out, err = invoke(["fit", "blobs.csv", "-k", "4", "--kernel", "rbf",
