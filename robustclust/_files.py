@@ -170,10 +170,13 @@ class StagedFiles:
         published = []
         try:
             for tmp, path in self._staged:
-                if self.replace:
-                    os.replace(tmp, path)
-                else:
-                    _link(tmp, path)
+                try:
+                    if self.replace:
+                        os.replace(tmp, path)
+                    else:
+                        _link(tmp, path)
+                except OSError as exc:  # name the destination, not the temporary file
+                    raise OSError(exc.errno, exc.strerror, str(path)) from exc
                 published.append((tmp, path))
         except BaseException:
             for tmp, path in published:

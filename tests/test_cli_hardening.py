@@ -672,6 +672,7 @@ def test_10_zip_with_two_files_and_damaged_archives(tmp_path):
 @pytest.mark.parametrize("where, code, reason", [
     ("mkstemp", errno.EROFS, "Read-only file system"),
     ("fsync", errno.ENOSPC, "No space left on device"),
+    ("link", errno.EIO, "Input/output error"),
 ])
 def test_10_read_only_and_full_disks(tmp_path, monkeypatch, where, code, reason):
     import robustclust._files as files

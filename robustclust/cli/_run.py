@@ -81,8 +81,8 @@ def write_outputs(force, writers):
             staged.publish()
     except UnsafeWriteError as exc:
         raise DataError(str(exc)) from None
-    except OSError as exc:
-        where = exc.filename if current is None and exc.filename else current
+    except OSError as exc:  # publishing errors name their destination
+        where = current if current is not None else (exc.filename or "the output")
         reason = exc.strerror or one_line(exc)
         raise DataError(f"cannot write {where}: {reason}; nothing was written") from None
 
