@@ -207,8 +207,10 @@ def find_or_download(what, layouts, remotes, *, data_home=None,
     ------
     FileNotFoundError
         Nothing found locally and downloading is disabled or failed (offline,
-        server unreachable); the message names the folders searched and the
-        files to download by hand.
+        server unreachable); the message names the folders searched, the
+        network's reason and the files to download by hand.  It is raised
+        alone (``from None``), so the traceback is one short block ending in
+        that message rather than the network error's chain.
     ChecksumError
         A download arrived but failed its checks.
     """
@@ -234,8 +236,11 @@ def find_or_download(what, layouts, remotes, *, data_home=None,
     except ChecksumError:
         raise
     except _NETWORK_ERRORS as exc:
+        # One error, not a chain: the network exception's own traceback is
+        # long and only its reason helps, so the reason goes into the message.
+        reason = getattr(exc, "reason", None) or exc
         raise FileNotFoundError(
             f"{what}: no local copy ({wanted}) in{where}\n"
-            f"and the download failed ({type(exc).__name__}: {exc}); offline? {advice}"
-        ) from exc
+            f"and the download failed ({reason}); offline? {advice}"
+        ) from None
     return [cache / remote.filename for remote in remotes]

@@ -1,9 +1,35 @@
-"""Writing files without losing data: atomic replacement and no-clobber checks."""
+"""Writing files without losing data: no-clobber publishing and atomic replacement.
 
+Every file is first written to a hidden temporary file in its destination's
+directory (``.NAME.XXXXXXXX.tmp``), flushed to disk, and only then
+*published* under its name:
+
+* without replacement (the default of the command line), by a hard link
+  (:func:`os.link`), which fails when the name exists at that moment, so a
+  file that appeared while the data were being computed (another run, a
+  user's notes) is never replaced; the temporary name is then removed;
+* with replacement (``--force``, and the library's own report and model
+  files), by :func:`os.replace`, atomic on POSIX and Windows.
+
+:class:`StagedFiles` publishes several files together: when one of them
+cannot be published, those already published by it are removed again, so a
+command leaves all of its files or none.  On any exception (Ctrl-C and
+SIGTERM included, which the command line turns into exceptions) the
+temporary files are removed, so an interrupted write leaves nothing behind.
+"""
+
+import errno
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+__all__ = ["StagedFiles", "UnsafeWriteError", "atomic_write", "check_destination"]
+
+#: errno values of file systems that cannot make hard links.
+_NO_HARD_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
+                  getattr(errno, "ENOTSUP", errno.EPERM),
+                  getattr(errno, "EOPNOTSUPP", errno.EPERM)}
 
 
 class UnsafeWriteError(ValueError):
@@ -30,8 +56,8 @@ def check_destination(path, *, inputs=(), force=False):
     ------
     UnsafeWriteError
         ``path`` is one of ``inputs`` (the same file, whatever the spelling),
-        an existing directory, an existing file while ``force`` is False, or
-        its directory does not exist.
+        an existing directory, an existing file (or a symbolic link, even a
+        broken one) while ``force`` is False, or its directory does not exist.
     """
     path = Path(path)
     if path.exists():
@@ -42,47 +68,184 @@ def check_destination(path, *, inputs=(), force=False):
             raise UnsafeWriteError(f"{path} is a directory")
         if not force:
             raise UnsafeWriteError(f"{path} already exists (use --force to overwrite it)")
+    elif path.is_symlink() and not force:
+        raise UnsafeWriteError(f"{path} already exists as a broken symbolic link (use --force "
+                               "to replace it)")
     parent = path.parent
     if not parent.is_dir():
         raise UnsafeWriteError(f"cannot write {path}: directory {parent} does not exist")
     return path
 
 
-@contextmanager
-def atomic_write(path, mode="wb"):
-    """Open a temporary file next to ``path``; move it onto ``path`` on success.
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
-    The data goes to a hidden temporary file in the same directory, which is
-    flushed to disk and renamed over ``path`` (:func:`os.replace`, atomic on
-    POSIX and Windows) when the ``with`` block ends without an exception.
-    On an exception the temporary file is removed and ``path`` is left as it
-    was, so an interrupted write never leaves a truncated file.  The new file
-    gets the permissions an ordinary ``open`` would give it (umask applied).
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+class StagedFiles:
+    """Files written to temporary names first and published together.
+
+    Use as a context manager: write each file with :meth:`open`, then call
+    :meth:`publish`.  Leaving the ``with`` block without publishing (an
+    exception, an interruption) removes every temporary file.
+
+    Parameters
+    ----------
+    replace : bool, default=False
+        Replace existing files (:func:`os.replace`).  False publishes a file
+        only if its name is free at that moment, and raises
+        :class:`UnsafeWriteError` naming it otherwise.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with StagedFiles() as staged:
+    ...     with staged.open(folder / "a.txt", "w") as fh:
+    ...         _ = fh.write("hello")
+    ...     staged.publish()
+    >>> (folder / "a.txt").read_text()
+    'hello'
+    """
+
+    def __init__(self, *, replace=False):
+        self.replace = replace
+        self._staged = []  # [(temporary path, destination)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.discard()
+        return False
+
+    @contextmanager
+    def open(self, path, mode="wb"):
+        """Open a temporary file for ``path``; it is kept for :meth:`publish` on success.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The destination.
+        mode : {"wb", "w"}, default="wb"
+            Text mode writes newlines as given (no translation).
+
+        Yields
+        ------
+        file : file object
+        """
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+        except BaseException:
+            _remove(tmp)
+            raise
+        self._staged.append((tmp, path))
+
+    def publish(self):
+        """Give every staged file its name; all or none of them.
+
+        Raises
+        ------
+        UnsafeWriteError
+            A destination exists (``replace=False``): it is left as it is, the
+            files this call already published are removed again and nothing
+            is left behind.
+        OSError
+            The file system refused (read-only, full, ...); as above.
+        """
+        published = []
+        try:
+            for tmp, path in self._staged:
+                try:
+                    if self.replace:
+                        os.replace(tmp, path)
+                    else:
+                        _link(tmp, path)
+                except OSError as exc:  # name the destination, not the temporary file
+                    raise OSError(exc.errno, exc.strerror, str(path)) from exc
+                published.append((tmp, path))
+        except BaseException:
+            for tmp, path in published:
+                if not self.replace:
+                    _remove(path)  # still our file: the temporary name holds it too
+            raise
+        for tmp, _ in published:
+            _remove(tmp)  # the linked ones; replaced ones are gone already
+        self._staged = []
+
+    def discard(self):
+        """Remove every temporary file not published yet."""
+        for tmp, _ in self._staged:
+            _remove(tmp)
+        self._staged = []
+
+
+def _appeared(path):
+    return UnsafeWriteError(f"{path} was created by another program while this command ran "
+                            "(another run?); it was left as it is and nothing was written (use "
+                            "--force to overwrite it)")
+
+
+def _link(tmp, path):
+    """Give the file ``tmp`` the name ``path`` too, failing if ``path`` exists."""
+    try:
+        os.link(tmp, path)
+        return
+    except FileExistsError:
+        raise _appeared(path) from None
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    # No hard links here (some network and FAT file systems): claim the name
+    # with O_EXCL, then move the data onto the empty file just created.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise _appeared(path) from None
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_write(path, mode="wb", *, replace=True):
+    """Write ``path`` through a temporary file that gets its name only when complete.
+
+    The data go to a hidden temporary file in the same directory, flushed
+    to disk and published when the ``with`` block ends without an
+    exception (see :class:`StagedFiles`).  On an exception the temporary
+    file is removed and ``path`` is left as it was, so an interrupted write
+    never leaves a truncated file.  The new file gets the permissions an
+    ordinary ``open`` would give it (umask applied).
 
     Parameters
     ----------
     path : str or path-like
     mode : {"wb", "w"}, default="wb"
+    replace : bool, default=True
+        Replace an existing file atomically.  False never replaces one: if
+        ``path`` exists when the data are complete, :class:`UnsafeWriteError`
+        is raised and nothing is written.
 
     Yields
     ------
     file : file object
         The temporary file, open in ``mode``.
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
+    with StagedFiles(replace=replace) as staged:
+        with staged.open(path, mode) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+        staged.publish()

@@ -45,6 +45,7 @@ Adding an estimator means adding its class to :data:`CLASSES` (scikit-learn's
 """
 
 import json
+import warnings
 import zipfile
 from numbers import Integral, Real
 
@@ -54,13 +55,14 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from ._files import atomic_write
 from ._estimators import (
     KernelRobustGaussianMixture,
     KernelRobustKMeans,
     RobustGaussianMixture,
     RobustKMeans,
 )
+from ._estimators.fitted import check_state
+from ._files import atomic_write
 
 FORMAT = "robustclust-model"
 FORMAT_VERSION = 1
@@ -116,6 +118,22 @@ def save_model(estimator, path):
     library version, the estimator class, its parameters and the fitted
     attributes that predicting needs.
     """
+    arrays = _arrays(estimator)
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
+
+
+def write_model(estimator, file):
+    """Write a fitted estimator's model file to an open binary file (see :func:`save_model`).
+
+    Raises the errors of :func:`save_model` before anything is written.
+    """
+    arrays = _arrays(estimator)
+    np.savez(file, **arrays)
+
+
+def _arrays(estimator):
+    """{key: array} of a model file, the metadata included."""
     arrays = {}
     meta = {
         "format": FORMAT,
@@ -124,8 +142,7 @@ def save_model(estimator, path):
         "estimator": _spec(estimator, "", arrays),
     }
     arrays[_META_KEY] = np.array(json.dumps(meta))
-    with atomic_write(path) as fh:
-        np.savez(fh, **arrays)
+    return arrays
 
 
 def load_model(path):
@@ -167,11 +184,32 @@ def load_model(path):
         raise ModelFileError(f"{path} is not a robustclust model file")
     with archive:
         try:
-            return _read(archive)
+            return _probe(_read(archive))
         except ModelFileError as exc:
             raise ModelFileError(f"{path} {exc}") from exc
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, TypeError) as exc:
             raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
+
+
+def _probe(model):
+    """The model, once it has predicted one row of zeros without an error."""
+    p = model.n_features_in_
+    names = getattr(model, "feature_names_in_", None)
+    row = np.zeros((1, p))
+    if names is not None:
+        import pandas as pd
+
+        row = pd.DataFrame(row, columns=list(names))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            labels = np.asarray(model.predict(row))
+    except Exception as exc:  # anything: the file's values do not work together
+        raise ModelFileError(f"is corrupted: predicting with it fails ({_first_line(exc)})") \
+            from None
+    if labels.shape != (1,):
+        raise ModelFileError("is corrupted: predicting with it gives no label")
+    return model
 
 
 def _first_line(exc):
@@ -298,18 +336,44 @@ def _build(spec, npz):
             f"holds {name} parameters this robustclust does not know: {sorted(unknown)}")
     params = {k: _restore(v, npz) for k, v in spec["params"].items()}
     attributes = {k: _restore(v, npz) for k, v in spec["attributes"].items()}
+    _check_params(cls(**params), name)
     if cls is StandardScaler:
-        missing = [a for a in SCALER_ATTRIBUTES if a not in attributes]
-        if missing:
-            raise ModelFileError(f"is corrupted: {name} lacks the fitted attributes {missing}")
-        estimator = cls(**params)
-        for attr, value in attributes.items():
-            setattr(estimator, attr, value)
-        return estimator
+        return _scaler(params, attributes)
     try:
         return cls.from_fitted_state(params, attributes)
     except ValueError as exc:
-        raise ModelFileError(f"is corrupted: {name} {exc}") from None
+        raise ModelFileError(f"is corrupted: {exc}") from None
+
+
+def _scaler(params, attributes):
+    """A StandardScaler step rebuilt from its attributes, checked as an estimator's are."""
+    missing = [a for a in SCALER_ATTRIBUTES if a not in attributes]
+    if missing:
+        raise ModelFileError(f"is corrupted: StandardScaler lacks the fitted attributes "
+                             f"{missing}")
+    scaler = StandardScaler(**params)
+    for attr, value in attributes.items():
+        setattr(scaler, attr, value)
+    p = scaler.n_features_in_
+    try:
+        check_state(scaler, tuple(attributes), {a: (p,) for a in ("mean_", "var_", "scale_")})
+    except ValueError as exc:
+        raise ModelFileError(f"is corrupted: {exc}") from None
+    return scaler
+
+
+# -- validation of what was read -------------------------------------------------
+def _check_params(estimator, name):
+    """Refuse parameter values the estimator would refuse (its own constraints)."""
+    validate = getattr(estimator, "_validate_params", None)
+    if validate is None:  # pragma: no cover - every supported class has constraints
+        return
+    try:
+        validate()
+    except ValueError as exc:  # sklearn's InvalidParameterError
+        text = " ".join(str(exc).split())
+        raise ModelFileError(f"holds an invalid {name} parameter: "
+                             f"{text[:1].lower()}{text[1:]}") from None
 
 
 def _restore(value, npz):

@@ -69,9 +69,13 @@ def normalized_adjacency_kernel(G, nu=None):
     ------
     ValueError
         Isolated nodes (degree 0: D^{-1/2} is undefined) are named in the
-        message; so are negative weights and asymmetric matrices.
+        message; so are negative weights and asymmetric matrices.  A graph
+        without nodes (or a 0 x 0 matrix) is refused too.
     """
     E, nodes = _adjacency(G)
+    if E.shape[0] == 0:
+        raise ValueError("The graph has no nodes: the normalized adjacency kernel needs at "
+                         "least one node with an edge.")
     if np.any(E < 0):
         raise ValueError("The adjacency matrix has negative weights.")
     degree = E.sum(axis=1)

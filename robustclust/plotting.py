@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without matplotl
     ) from exc
 
 __all__ = [
+    "cluster_colors",
     "cluster_order",
     "plot_centroids_and_outliers",
     "plot_clusters",
@@ -56,6 +57,12 @@ __all__ = [
 
 OUTLIER_COLOR = "tab:red"
 INLIER_CURVE_COLOR = "0.75"
+#: Smallest circle of :func:`plot_clusters`, as a share of the largest.
+MIN_CIRCLE_SHARE = 0.25
+#: Clusters given a legend entry of their own at most.
+LEGEND_CLUSTERS = 12
+#: Height added above the data of :func:`plot_clusters` per row of legend entries.
+LEGEND_BAND = 0.09
 
 
 # --------------------------------------------------------------------------
@@ -72,17 +79,30 @@ def _axes(ax, **subplots_kw):
     return plt.subplots(**subplots_kw)[1]
 
 
-def _cluster_colors(n_colors, cmap=None):
+def cluster_colors(n_colors, cmap=None):
     """``n_colors`` RGBA rows for the clusters.
 
-    Default: tab10 without its red (tab20 without its two reds beyond 9
-    clusters, cycled beyond 18), so that red is left to the outliers. A
+    Parameters
+    ----------
+    n_colors : int
+    cmap : str, default=None
+
+    Returns
+    -------
+    colors : ndarray of shape (n_colors, 4)
+
+    Notes
+    -----
+    Default: the nine colours of tab10 without its red, then the nine light
+    ones of tab20 without its light red (cycled beyond 18), so that red is
+    left to the outliers and the first nine clusters get distinct hues. A
     given ``cmap`` is used as is: its first colours if it is a listed
     colormap with enough of them, else evenly spaced samples.
     """
     if cmap is None:
-        name, reds = ("tab10", (3,)) if n_colors <= 9 else ("tab20", (6, 7))
-        palette = [c for i, c in enumerate(matplotlib.colormaps[name].colors) if i not in reds]
+        tab20 = matplotlib.colormaps["tab20"].colors
+        palette = [tab20[i] for i in (0, 2, 4, 8, 10, 12, 14, 16, 18)]
+        palette += [tab20[i] for i in (1, 3, 5, 9, 11, 13, 15, 17, 19)]
         return to_rgba_array([palette[i % len(palette)] for i in range(n_colors)])
     colormap = matplotlib.colormaps[cmap]
     if isinstance(colormap, ListedColormap) and n_colors <= colormap.N:
@@ -194,6 +214,17 @@ def plot_outlier_norms_path(path, ax=None, *, highlight=None, log_scale=True, cm
     return ax
 
 
+def _bracket(path, target):
+    """(low, high): the first neighbouring grid values whose counts straddle ``target``."""
+    lambdas = np.asarray(path.lambdas, dtype=np.float64)
+    side = np.sign(np.asarray(path.n_outliers, dtype=np.float64) - target)
+    crossing = np.flatnonzero(side[:-1] * side[1:] < 0)
+    if len(crossing) == 0:
+        return None
+    i = crossing[0]
+    return tuple(sorted((float(lambdas[i]), float(lambdas[i + 1]))))
+
+
 def plot_outlier_count_path(path, ax=None, *, target=None, log_scale=True):
     """Number of outliers against λ (the paper's Figs. 3 and 4).
 
@@ -207,7 +238,12 @@ def plot_outlier_count_path(path, ax=None, *, target=None, log_scale=True):
         A count to look for: a dashed horizontal line at it, and the range of
         grid values flagging exactly that many
         (:meth:`RegularizationPath.lambda_range`) shaded and given in the
-        legend; the legend says so when no grid value does.
+        legend.  When no grid value does, the interval between the two
+        neighbouring grid values whose counts straddle the target is shaded
+        instead, gid ``"target-bracket"`` (the λ that flags that many, if one
+        does, lies inside; a bisection there finds it), and the legend says
+        "passes <target> for λ in (low, high)"; when the counts never reach
+        it, the legend says that no grid λ flags it.
     log_scale : bool, default=True
         Logarithmic λ axis; grid values λ = 0 are then left out.
 
@@ -226,8 +262,13 @@ def plot_outlier_count_path(path, ax=None, *, target=None, log_scale=True):
     if target is not None:
         ax.axhline(target, color="C3", linestyle="--", linewidth=1.0, label=f"{target} outliers")
         span = path.lambda_range(target)
-        if span is None:
+        bracket = None if span is not None else _bracket(path, target)
+        if span is None and bracket is None:
             ax.plot([], [], " ", label=f"no grid λ flags exactly {target}")
+        elif span is None:
+            low, high = bracket
+            ax.axvspan(low, high, color="C2", alpha=0.25, gid="target-bracket",
+                       label=f"passes {target} for λ in ({low:.3g}, {high:.3g})")
         else:
             low, high = span
             ax.axvspan(low, high, color="C2", alpha=0.25, gid="target-range",
@@ -281,8 +322,10 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
     circle_scale : float, default=None
         Circle radius per unit of ‖o_n‖, in plotted coordinates. None: the
         largest circle gets 8% of the larger side of the data's bounding
-        box. With 2-D data, ``circle_scale=1`` draws each circle through the
-        cleaned point x_n − o_n.
+        box, and no circle gets less than :data:`MIN_CIRCLE_SHARE` of the
+        largest (so that an outlier with a tiny ‖o_n‖ still shows its
+        circle). With 2-D data, ``circle_scale=1`` draws each circle through
+        the cleaned point x_n − o_n (no minimum).
     cmap : str, default=None
         Colormap of the clusters; None is tab10 without red (tab20 without
         red beyond 9 clusters): red is kept for the outliers.
@@ -296,7 +339,9 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
         ``"outliers"``, centres ``"centers"``; each outlier has a
         :class:`~matplotlib.patches.Circle` patch (gid ``"outlier-circle"``),
         in increasing point order. The aspect ratio is equal, so circles are
-        round.
+        round. The legend, one entry per cluster (up to
+        :data:`LEGEND_CLUSTERS`), sits in a band added above the data, where
+        it covers no point and no circle.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] < 2:
@@ -323,35 +368,65 @@ def plot_clusters(X, estimator_or_labels, ax=None, *, outlier_norms=None, center
         axis_labels = tuple(f"PC {k + 1} ({share[k]:.0%} of {whose} variance)" for k in range(2))
 
     ax = _axes(ax)
-    clusters, color_index = _color_index(labels, inliers)
-    colors = _cluster_colors(len(clusters), cmap)
-    ax.scatter(Z[inliers, 0], Z[inliers, 1], c=colors[color_index[inliers]], s=point_size,
-               linewidths=0, gid="inliers", label="inliers")
+    # colours by cluster label, so that a cluster and its centre match even
+    # when a cluster has no inlier left
+    clusters = np.unique(labels[inliers])
+    n_centers = 0 if centers is None else len(np.asarray(centers))
+    colors = cluster_colors(max(n_centers, labels.max() + 1 if labels.size else 0, 1), cmap)
+    ax.scatter(Z[inliers, 0], Z[inliers, 1], c=colors[labels[inliers]], s=point_size,
+               linewidths=0, gid="inliers")
+    for k, cluster in enumerate(clusters):
+        if k < LEGEND_CLUSTERS:  # legend entries only: no points
+            ax.scatter([], [], color=colors[cluster], s=point_size, linewidths=0,
+                       label=f"cluster {cluster}")
+    if len(clusters) > LEGEND_CLUSTERS:
+        ax.plot([], [], " ", label=f"... {len(clusters) - LEGEND_CLUSTERS} more")
     if outliers.any():
         ax.scatter(Z[outliers, 0], Z[outliers, 1], marker="*", c="k", s=3 * point_size,
                    linewidths=0, gid="outliers", label="outliers")
         radii_norms = (np.ones(outliers.sum()) if norms is None
                        else np.asarray(norms, dtype=np.float64)[outliers])
+        radii = None
         if circle_scale is None:
             extent = np.ptp(Z, axis=0).max() if Z.shape[0] > 1 else 1.0
             top = radii_norms.max()
             circle_scale = 0.08 * (extent if extent > 0 else 1.0) / (top if top > 0 else 1.0)
-        for (x, y), r in zip(Z[outliers], circle_scale * radii_norms):
+            radii = np.maximum(circle_scale * radii_norms,
+                               MIN_CIRCLE_SHARE * circle_scale * top)
+        if radii is None:
+            radii = circle_scale * radii_norms
+        for (x, y), r in zip(Z[outliers], radii):
             ax.add_patch(Circle((x, y), r, fill=False, edgecolor=OUTLIER_COLOR,
                                 linewidth=0.8, gid="outlier-circle"))
 
     if centers is not None:
         C = np.asarray(centers, dtype=np.float64)
         C2 = C if project is None else project.transform(C)
-        center_colors = _cluster_colors(max(len(C2), len(clusters)), cmap)[: len(C2)]
-        ax.scatter(C2[:, 0], C2[:, 1], marker="X", s=12 * point_size, c=center_colors,
+        ax.scatter(C2[:, 0], C2[:, 1], marker="X", s=12 * point_size, c=colors[:len(C2)],
                    edgecolors="k", linewidths=1.0, zorder=3, gid="centers", label="centres")
     ax.set_xlabel(axis_labels[0])
     ax.set_ylabel(axis_labels[1])
     ax.set_aspect("equal", adjustable="datalim")
     ax.autoscale_view()
-    ax.legend(fontsize="small", loc="best")
+    _legend_on_top(ax)
     return ax
+
+
+def _legend_on_top(ax, per_row=4):
+    """The legend in a band added above the data, so that it covers no point or circle.
+
+    Inside the axes (a title or a neighbouring panel stays free); the band
+    is :data:`LEGEND_BAND` of the height per row of entries.
+    """
+    entries = len(ax.get_legend_handles_labels()[1])
+    rows = -(-entries // per_row)
+    low, high = ax.get_ylim()
+    for patch in ax.patches:  # circles reach beyond the points
+        if isinstance(patch, Circle):
+            high = max(high, patch.center[1] + patch.get_radius())
+    ax.set_ylim(low, high + LEGEND_BAND * rows * (high - low))
+    ax.legend(fontsize="small", loc="upper center", ncol=min(entries, per_row),
+              handletextpad=0.3, columnspacing=1.0, borderaxespad=0.3)
 
 
 # --------------------------------------------------------------------------
@@ -643,7 +718,7 @@ def plot_graph(G, labels, outlier_mask=None, outlier_scores=None, pos=None, ax=N
                                      gid="edges"))
     inliers = ~outliers
     clusters, color_index = _color_index(labels, inliers)
-    colors = _cluster_colors(len(clusters), cmap)
+    colors = cluster_colors(len(clusters), cmap)
     ax.scatter(xy[inliers, 0], xy[inliers, 1], s=node_size, c=colors[color_index[inliers]],
                edgecolors="k", linewidths=0.4, zorder=2, gid="inliers")
     if outliers.any():

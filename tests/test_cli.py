@@ -21,6 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from robustclust import (
     KernelRobustGaussianMixture,
     KernelRobustKMeans,
+    OutlierCountWarning,
     RobustGaussianMixture,
     RobustKMeans,
     load_model,
@@ -96,8 +97,8 @@ BAD = [
     ("missing file", ["fit", "nope.csv", "-k", "2"], 1,
      "robustclust fit: error: no such file: nope.csv"),
     ("unreadable csv", ["fit", "broken.csv", "-k", "2"], 1,
-     "robustclust fit: error: cannot read broken.csv as CSV: Error tokenizing data. "
-     "C error: Expected 2 fields in line 3, saw 3"),
+     "robustclust fit: error: line 3 of broken.csv has 3 fields but the header line has 2: "
+     "every line needs one field per column (an empty field for a missing value)"),
     ("empty csv", ["fit", "empty.csv", "-k", "2"], 1,
      "robustclust fit: error: empty.csv is empty"),
     ("no header", ["fit", "headerless.csv", "-k", "2"], 1,
@@ -114,14 +115,16 @@ BAD = [
      "robustclust fit: error: 3 rows of tiny.csv for 4 clusters: need at least one row "
      "per cluster"),
     ("too many outliers", ["fit", "tiny.csv", "-k", "2", "-s", "3"], 1,
-     "robustclust fit: error: -s/--outliers 3 must be smaller than the number of rows (3)"),
+     "robustclust fit: error: -s/--outliers 3 is too many for 3 rows of tiny.csv: 2 clusters "
+     "need at least one row each, so at most 1 can be flagged"),
     ("3-D array", ["fit", "cube.npy", "-k", "2"], 1,
      "robustclust fit: error: cube.npy holds a 3-D array; expected rows x columns (2-D)"),
     ("bad gml", ["fit", "bad.gml", "-k", "2"], 1,
      "robustclust fit: error: cannot read bad.gml as GML: expected ']', found EOF at (4, 1)"),
     ("bad edge list", ["fit", "bad.edges", "-k", "2"], 1,
      "robustclust fit: error: bad.edges, line 2: expected 'node node' or 'node node "
-     "weight', got 4 fields"),
+     "weight', got 4 fields; names with spaces must be quoted (\"Tom Smith\") or the fields "
+     "separated by tabs or commas"),
     ("unknown method", ["fit", "blobs.csv", "-k", "2", "--method", "foo"], 2,
      "robustclust fit: error: Invalid value for '--method': 'foo' is not one of "
      "'kmeans', 'soft', 'gmm'."),
@@ -148,10 +151,13 @@ BAD = [
      "robustclust fit: error: give at most one of -s/--outliers and --lam"),
     ("bad count", ["fit", "blobs.csv", "-k", "2", "-s", "many"], 2,
      "robustclust fit: error: Invalid value for '-s' / '--outliers': expected a count (80), "
-     "a fraction below 0.5 (0.05) or a percentage (5%), got 'many'"),
-    ("fraction too big", ["fit", "blobs.csv", "-k", "2", "-s", "60%"], 2,
-     "robustclust fit: error: Invalid value for '-s' / '--outliers': a fraction of the rows "
-     "must be in (0, 0.5), got '60%'"),
+     "a fraction of the rows below 1 (0.05) or a percentage below 100 (5%), got 'many'"),
+    ("percentage of 100", ["fit", "blobs.csv", "-k", "2", "-s", "100%"], 2,
+     "robustclust fit: error: Invalid value for '-s' / '--outliers': a percentage of the rows "
+     "must be below 100%, got '100%'"),
+    ("count that is not whole", ["fit", "blobs.csv", "-k", "2", "-s", "1.5"], 2,
+     "robustclust fit: error: Invalid value for '-s' / '--outliers': '1.5' is neither a "
+     "whole count nor a fraction below 1"),
     ("negative lambda", ["fit", "blobs.csv", "-k", "2", "--lam", "-1"], 2,
      "robustclust fit: error: Invalid value for '--lam': expected a number >= 0 (or inf), "
      "got '-1'"),
@@ -208,7 +214,8 @@ BAD = [
      "robustclust fit: error: 6 nodes of ring.edges for 7 clusters: need at least one node "
      "per cluster"),
     ("too many outlying nodes", ["fit", "ring.edges", "-k", "2", "-s", "6"], 1,
-     "robustclust fit: error: -s/--outliers 6 must be smaller than the number of nodes (6)"),
+     "robustclust fit: error: -s/--outliers 6 is too many for 6 nodes of ring.edges: 2 "
+     "clusters need at least one node each, so at most 4 can be flagged"),
     ("directed graph", ["fit", "directed.gml", "-k", "2"], 1,
      "robustclust fit: error: directed.gml holds a directed graph; clustering needs an "
      "undirected one (write 'directed 0' in the file to read its edges as undirected)"),
@@ -358,9 +365,9 @@ def test_saved_model_predicts_the_fitted_labels(fitted):
     frame = pd.read_csv(where / "blobs.csv")
     np.testing.assert_array_equal(pred["outlier_score"], model.outlier_norms(frame))
     lines = proc.stdout.splitlines()
-    assert lines[:3] == ["predict: hard robust K-means, 4 clusters", "model: m.npz",
-                         "input: out.csv, 240 rows, 2 columns (x, y)"]
-    assert lines[3].startswith("result: 40 outliers, ")
+    assert lines[:4] == ["predict: hard robust K-means, 4 clusters", "model: m.npz",
+                         "input: out.csv, 240 rows, 5 columns", "features: x, y"]
+    assert lines[4].startswith("result: 40 outliers, ")
     assert lines[-1] == "wrote pred.csv"
 
 
@@ -392,7 +399,7 @@ def test_messy_table_with_drop_missing_keeps_every_row_and_column(tmp_path):
     np.testing.assert_array_equal(out["cluster"].drop(index=[2, 16]).astype(int),
                                   model.labels_)
     lines = proc.stdout.splitlines()
-    assert lines[1:4] == ["input: messy.csv, 20 rows, 2 columns (a, b)",
+    assert lines[1:5] == ["input: messy.csv, 20 rows, 4 columns", "features: a, b",
                           "skipped columns: name (not numeric), note (not numeric)",
                           "left out 2 rows with missing values: rows 3 and 17"]
 
@@ -451,8 +458,15 @@ def test_soft_weighted_method_and_warnings(tmp_path):
     pd.DataFrame(X, columns=["u", "v"]).to_csv(tmp_path / "dup.csv", index=False)
     proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
+    # the three copies of (5, 40) form a cluster of their own: no lambda flags
+    # exactly 2 points; every lambda above twice the largest distance to a centre
+    # (the critical value of eq. (13)) flags none
+    with pytest.warns(OutlierCountWarning):
+        model = RobustKMeans(2, n_outliers=2, random_state=0).fit(X)
+    assert model.n_outliers_ == 0
+    assert model.lambda_ >= 2 * model.transform(X).min(axis=1).max()
     warning = ("n_outliers=2 was asked for but no lambda on the path flags exactly that "
-               "many points; 0 are flagged (lambda_=14.357).")
+               f"many points; 0 are flagged (lambda_={model.lambda_:.6g}).")
     assert proc.stderr == f"robustclust fit: warning: {warning}\n"
     assert json.loads(proc.stdout)["warnings"] == [warning]
 
@@ -467,8 +481,8 @@ def test_soft_weighted_method_and_warnings(tmp_path):
 
 def test_path_table_matches_regularization_path(tmp_path):
     write_files(tmp_path)
-    proc = run(["path", "blobs.csv", "-k", "4", "--n-lambdas", "8", "-o", "path.csv"],
-               tmp_path)
+    proc = run(["path", "blobs.csv", "-k", "4", "--n-lambdas", "8", "--no-refine", "-o",
+                "path.csv"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     expected = regularization_path(RobustKMeans(4, random_state=0), blobs(), n_lambdas=8)
     table = pd.read_csv(tmp_path / "path.csv")
@@ -477,12 +491,13 @@ def test_path_table_matches_regularization_path(tmp_path):
     np.testing.assert_array_equal(table["n_outliers"], expected.n_outliers)
     lines = proc.stdout.splitlines()
     assert lines[0] == "path: hard robust K-means, 4 clusters"
-    assert lines[2].startswith(f"lambda_max: {expected.lambda_max:.4g} (nothing is flagged "
+    assert lines[2] == "features: x, y"
+    assert lines[3].startswith(f"lambda_max: {expected.lambda_max:.4g} (nothing is flagged "
                                f"above it); 8 values down to {expected.lambdas[-1]:.4g}; ")
-    rows = [line.split() for line in lines[5:13]]
+    rows = [line.split() for line in lines[6:14]]
     assert [float(r[0]) for r in rows] == [float(f"{v:.4g}") for v in expected.lambdas]
     assert [int(r[1]) for r in rows] == expected.n_outliers.tolist()
-    assert lines[13:] == ["wrote path.csv"]
+    assert lines[14:] == ["wrote path.csv"]
 
 
 def _png_size(path):
@@ -720,7 +735,7 @@ def test_spectral_init_and_kernel_path(tmp_path):
     assert summary["lambda_rule"] == "given"
 
     proc = run(["path", "blobs.csv", "-k", "4", "--kernel", "rbf", "--n-lambdas", "6",
-                "-o", "path.csv"], tmp_path)
+                "--no-refine", "-o", "path.csv"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     expected = regularization_path(KernelRobustKMeans(4, random_state=0), X, n_lambdas=6)
     table = pd.read_csv(tmp_path / "path.csv")
@@ -759,13 +774,14 @@ def test_edge_list_nodes_are_clustered_and_named(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[:3] == ["fit: hard kernel robust K-means (graph kernel), 2 clusters",
                          "input: cliques.edges, 11 nodes, 23 edges",
-                         f"lambda: {model.lambda_:.4g} (chosen to flag 1 outliers)"]
+                         f"lambda: {model.lambda_:.4g} (chosen to flag 1 outlier)"]
     assert lines[5:9] == ["cluster   nodes", "0             5", "1             5",
                           "outliers      1"]
     assert lines[9:] == ["", "top outliers by score", "node  degree  score",
                          f"x          2  {model.outlier_norms_[-1]:.4g}", "wrote nodes.csv"]
 
-    proc = run(["path", "cliques.edges", "-k", "2", "--n-lambdas", "5", "--json"], tmp_path)
+    proc = run(["path", "cliques.edges", "-k", "2", "--n-lambdas", "5", "--no-refine",
+                "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     expected = regularization_path(KernelRobustKMeans(2, kernel="precomputed",
                                                       init="spectral", random_state=0),
@@ -927,22 +943,25 @@ def test_cluster_figure_circles_each_outlier_with_radius_proportional_to_its_sco
     pytest.importorskip("matplotlib")
     from sklearn.decomposition import PCA
 
-    from robustclust.cli._figures import MAX_CIRCLE_RADIUS, cluster_figure
+    from robustclust.cli._figures import MAX_CIRCLE_RADIUS, MIN_CIRCLE_RADIUS, cluster_figure
 
     X = blobs()
     model = RobustKMeans(4, n_outliers=40, random_state=0).fit(X)
     labels, scores = model.labels_, model.outlier_norms_
     out = labels == -1
     ax = cluster_figure(X, labels, scores, axis_names=("x", "y")).axes[0]
-    inliers, crosses, circles = ax.collections
-    np.testing.assert_array_equal(inliers.get_offsets(), X[~out])
+    by_gid = {c.get_gid(): c for c in ax.collections}
+    for c in range(4):
+        np.testing.assert_array_equal(by_gid[f"cluster-{c}"].get_offsets(), X[labels == c])
+    circles = by_gid["outlier-circles"]
     np.testing.assert_array_equal(circles.get_offsets(), X[out])
-    np.testing.assert_allclose(np.sqrt(circles.get_sizes()),
-                               MAX_CIRCLE_RADIUS * scores[out] / scores[out].max())
+    np.testing.assert_allclose(
+        np.sqrt(circles.get_sizes()),
+        np.maximum(MAX_CIRCLE_RADIUS * scores[out] / scores[out].max(), MIN_CIRCLE_RADIUS))
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("x", "y")
 
     X3 = np.column_stack([X, X[:, 0] - 2 * X[:, 1]])
     ax = cluster_figure(X3, labels, scores).axes[0]
-    np.testing.assert_allclose(ax.collections[0].get_offsets(),
-                               PCA(n_components=2).fit_transform(X3)[~out])
+    view = PCA(n_components=2).fit_transform(X3)
+    np.testing.assert_allclose(ax.collections[0].get_offsets(), view[labels == 0])
     assert ax.get_xlabel() == "principal component 1"

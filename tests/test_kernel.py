@@ -462,5 +462,32 @@ def test_sparse_input_gives_the_dense_result(make):
 
 def test_callable_kernel_of_the_wrong_shape_is_named():
     X, _, _ = _problem(5, n=20)
-    with pytest.raises(ValueError, match=r"must return a matrix of shape \(20, 20\).*\(20,\)"):
+    with pytest.raises(ValueError, match=r"returned a matrix of shape \(20,\).*must return "
+                                         r"one of shape \(20, 20\)"):
         KernelRobustKMeans(2, kernel=lambda A, B: np.ones(len(A)), lam=1.0).fit(X)
+
+
+@pytest.mark.parametrize("scale", [2.0**-400, 2.0**400])
+def test_linear_kernel_new_points_and_mixture_units_follow_the_data(scale):
+    """Linear kernel at an extreme magnitude (whose variance float64 still holds):
+    the fit runs on X / s (s a power of two), and predict, outlier_norms, variance_ and score_samples come back in the
+    data's units (the log-density of P-dimensional data drops by P log s)."""
+    X = make_blobs_with_outliers(n_outliers=30, n_per_cluster=80, random_state=3).X
+    X, Xnew = X[::2], X[1::2]
+    km = dict(kernel="linear", n_outliers=15, n_init=2, random_state=0)
+    a = KernelRobustKMeans(3, **km).fit(X)
+    b = KernelRobustKMeans(3, **km).fit(X * scale)
+    np.testing.assert_array_equal(b.predict(Xnew * scale), a.predict(Xnew))
+    np.testing.assert_allclose(b.outlier_norms(Xnew * scale), a.outlier_norms(Xnew) * scale,
+                               rtol=1e-9)
+    np.testing.assert_allclose(b.objective_, a.objective_ * scale**2, rtol=1e-9)
+    gm = dict(kernel="linear", n_outliers=15, n_init=1, random_state=0)
+    a = KernelRobustGaussianMixture(3, **gm).fit(X)
+    b = KernelRobustGaussianMixture(3, **gm).fit(X * scale)
+    np.testing.assert_array_equal(b.labels_, a.labels_)
+    np.testing.assert_allclose(b.variance_, a.variance_ * scale**2, rtol=1e-9)
+    np.testing.assert_allclose(b.lambda_, a.lambda_, rtol=1e-9)
+    shift = X.shape[1] * np.log(scale)
+    np.testing.assert_allclose(b.score_samples(Xnew * scale), a.score_samples(Xnew) - shift,
+                               rtol=1e-9)
+    np.testing.assert_allclose(b.objective_, a.objective_ + X.shape[0] * shift, rtol=1e-9)

@@ -25,7 +25,6 @@ from scipy.io import savemat
 from robustclust import datasets
 from robustclust._fetch import RemoteFile
 from robustclust.datasets import (
-    FOOTBALL_CONFERENCES,
     REFERENCE_SHA256,
     ChecksumError,
     load_dolphins,

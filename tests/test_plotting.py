@@ -27,6 +27,7 @@ from robustclust import (  # noqa: E402
 from robustclust.datasets import make_blobs_with_outliers  # noqa: E402
 from robustclust.plotting import (  # noqa: E402
     OUTLIER_COLOR,
+    MIN_CIRCLE_SHARE,
     cluster_order,
     plot_centroids_and_outliers,
     plot_clusters,
@@ -224,10 +225,21 @@ def test_count_target_line_and_range():
     assert "exactly 3: λ ∈ [5, 7]" in legend
 
 
-def test_count_target_never_met_says_so():
+def test_count_target_between_grid_values_shades_the_bracketing_interval():
     hand = _hand_path([8.0, 7.0, 6.0], [0, 2, 4])
     ax = plot_outlier_count_path(hand, _ax(), target=3)
     assert _by_gid(ax.patches, "target-range") is None
+    span = _by_gid(ax.patches, "target-bracket")
+    assert (span.get_x(), span.get_x() + span.get_width()) == (6.0, 7.0)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "passes 3 for λ in (6, 7)" in legend
+
+
+def test_count_target_never_reached_says_so():
+    hand = _hand_path([8.0, 7.0, 6.0], [0, 2, 2])
+    ax = plot_outlier_count_path(hand, _ax(), target=3)
+    assert _by_gid(ax.patches, "target-range") is None
+    assert _by_gid(ax.patches, "target-bracket") is None
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "no grid λ flags exactly 3" in legend
 
@@ -250,9 +262,12 @@ def test_scatter_circles_every_outlier_with_radius_proportional_to_norm(blobs):
     np.testing.assert_allclose([c.center for c in circles], X[out])
     radii = np.array([c.get_radius() for c in circles])
     norms = model.outlier_norms_[out]
-    np.testing.assert_array_equal(np.argsort(radii), np.argsort(norms))
-    np.testing.assert_allclose(radii / norms, radii[0] / norms[0])
-    np.testing.assert_allclose(radii.max(), 0.08 * np.ptp(X, axis=0).max())
+    largest = 0.08 * np.ptp(X, axis=0).max()
+    np.testing.assert_allclose(radii.max(), largest)
+    # proportional to the norm, but never below a quarter of the largest circle
+    np.testing.assert_allclose(radii, np.maximum(largest * norms / norms.max(),
+                                                 MIN_CIRCLE_SHARE * largest))
+    assert (norms < MIN_CIRCLE_SHARE * norms.max()).any()  # the minimum is exercised
     exact = _circles(plot_clusters(X, model, _ax(), circle_scale=1.0))
     np.testing.assert_allclose([c.get_radius() for c in exact], norms)
 

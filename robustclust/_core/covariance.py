@@ -62,6 +62,22 @@ class Covariance:
             self.P = 1.0 / np.sqrt(value)
             self.log_det = float(np.log(value).sum())
 
+    @classmethod
+    def from_precision_factor(cls, kind, P, dim):
+        """The covariance whose precision factor is P (Sigma^-1 = P P^T).
+
+        P is scikit-learn's ``precisions_cholesky_`` (upper triangular for
+        "full"); it stays representable where Sigma itself would overflow or
+        underflow (data beyond about 1e154 or below 1e-154 in magnitude).
+        """
+        if kind == "spherical":
+            return cls(kind, 1.0 / float(P) ** 2, dim)
+        P = np.asarray(P, dtype=np.float64)
+        if kind == "diag":
+            return cls(kind, 1.0 / P**2, dim)
+        inverse = solve_triangular(P, np.eye(dim), lower=False)  # P^-1
+        return cls(kind, inverse.T @ inverse, dim)
+
     @property
     def metric(self):
         """What the geometry measures with: None (Euclidean) for spherical, else self."""

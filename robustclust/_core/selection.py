@@ -245,11 +245,27 @@ def screen(solver, init, s):
     l0 cost with s outliers (tclust's idea: many cheap starts, full solves
     for the best few).
     """
-    start = solver.init_state(init)
+    return _screen_from(solver, solver.init_state(init), s,
+                        lambda lam: solver.init_state(init, lam))
+
+
+def screen_kmeans(solver, init, s):
+    """As :func:`screen`, from the lam = inf solution (K-means) of the start.
+
+    The paper's path: its solutions lie on the branch of the K-means fixed
+    point, whose centres sit on the bulk of each cluster.  Screened with the
+    cold start of :func:`screen`: a K-means fixed point may spend a centre
+    on a clump of outliers, a start run at lam directly may not.
+    """
+    km = solver.run(solver.init_state(init), math.inf)
+    return _screen_from(solver, km, s, lambda lam: km)
+
+
+def _screen_from(solver, start, s, at):
     lam = lambda_for_count(solver.critical_lambdas(start), s, solver.zero_lambda_ok)
     if lam is None:
         lam = solver.lambda_max(start)
-    state = solver.run(solver.init_state(init, lam), lam, max_iter=SCREEN_ITERATIONS)
+    state = solver.run(at(lam), lam, max_iter=SCREEN_ITERATIONS)
     return solver.trimmed_cost(state, s), lam, state
 
 
@@ -264,7 +280,9 @@ def select_by_count(solver, inits, s, weighted):
     """lam and solution flagging exactly ``s`` points (or as close as possible).
 
     1. Screening: every start is run a few iterations at the lam that flags s
-       at its own initial parameters, and scored by the l0 cost of eq. (3).
+       at its own initial parameters, and scored by the l0 cost of eq. (3);
+       K-means-type models screen the start's K-means solution the same way
+       (:func:`screen_kmeans`), the beginning of the paper's path.
     2. The best few starts (:func:`n_keep`) get a full :class:`CountSearch`;
        the best result is kept (exact count first, then the l0 cost).
     3. Weighted variant: from that solution, the weighted lam is searched the
@@ -279,10 +297,14 @@ def select_by_count(solver, inits, s, weighted):
         lam = lambda_max(solver, km)
         state = solver.run(km, lam, weighted=True) if weighted else km
         return lam, state, lam
-    screened = sorted((screen(solver, init, s) + (i,) for i, init in enumerate(inits)),
-                      key=lambda item: (item[0], item[3]))
+    screens = [screen] if solver.model.cold_count_search else [screen, screen_kmeans]
+    screened = sorted((how(solver, init, s) + (i,) for i, init in enumerate(inits)
+                       for how in screens), key=lambda item: (item[0], item[3]))
+    # starts that reached the same K-means fixed point are searched once
+    distinct = [item for k, item in enumerate(screened)
+                if k == 0 or (item[0], item[1]) != (screened[k - 1][0], screened[k - 1][1])]
     results = []
-    for _, lam, state, i in screened[:n_keep(len(inits))]:
+    for _, lam, state, i in distinct[:n_keep(len(inits))]:
         search = CountSearch(solver, s, _solver_from(solver, inits[i], state))
         results.append(search.search(lam))
     lam, state = min(results, key=lambda r: (abs(r[1].n_outliers - s),
@@ -313,7 +335,7 @@ class OutlierCountWarning(UserWarning):
     """The requested number of outliers could not be flagged exactly."""
 
 
-def fit_lambda(solver, inits, *, lam, target, weighted):
+def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0):
     """The three ways an estimator's lam is set; returns (lam, unweighted_lam, state).
 
     * ``target`` (a count s): :func:`select_by_count`, with a warning when the
@@ -325,6 +347,8 @@ def fit_lambda(solver, inits, *, lam, target, weighted):
       ``weighted`` the weighted lam is then tuned to flag as many points as
       the unweighted default does (running both at one lam makes the count
       depend on the data's units).
+
+    ``lambda_unit`` converts lam to the user's units in the warning.
     """
     if target is not None:
         lam, state, lam_unweighted = select_by_count(solver, inits, target, weighted)
@@ -332,7 +356,7 @@ def fit_lambda(solver, inits, *, lam, target, weighted):
             warnings.warn(
                 f"n_outliers={target} was asked for but no lambda on the path flags "
                 f"exactly that many points; {state.n_outliers} are flagged "
-                f"(lambda_={lam:.6g}).", OutlierCountWarning, stacklevel=3)
+                f"(lambda_={lam * lambda_unit:.6g}).", OutlierCountWarning, stacklevel=3)
         return lam, lam_unweighted, state
     if lam is not None:
         state = best_of((fit_at(solver, solver.init_state(c, lam), lam, weighted)

@@ -50,6 +50,7 @@ from .._core.backend import asarray, namespace, to_numpy
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
 from .._core.state import State
+from .fitted import check_state
 
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
@@ -185,7 +186,7 @@ def internal_units(X, offset=None, scale=None):
     if scale is None:
         if top is None:
             top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
-        sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000)], xp)
+        sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000), :], xp)
         scale = power_of_two_scale(top, _typical(np.abs(sample)), float32)
     if scale != 1.0:
         Xc = _divide(Xc, scale)
@@ -338,7 +339,7 @@ class RobustEstimator(BaseEstimator):
         with solver.blas():
             lam, lam_unweighted, state = fit_lambda(
                 solver, problem.inits, lam=problem.lam, target=problem.target,
-                weighted=self.weighted)
+                weighted=self.weighted, lambda_unit=problem.lambda_unit)
         self._store(problem, state, lam, lam_unweighted)
         return self
 
@@ -474,6 +475,8 @@ class RobustEstimator(BaseEstimator):
     # -- model files -----------------------------------------------------------------------
     #: Fitted attributes (public and internal) that predicting needs, per class.
     _fitted_state_names: tuple = ()
+    #: Fitted attributes saved when set, with class defaults otherwise.
+    _optional_state_names: tuple = ()
 
     def fitted_state(self):
         """What a model file must hold for this fitted estimator to predict again.
@@ -487,7 +490,7 @@ class RobustEstimator(BaseEstimator):
         """
         check_is_fitted(self)
         names = self._fitted_state_names + tuple(
-            a for a in ("feature_names_in_", "cluster_centers_")
+            a for a in ("feature_names_in_", "cluster_centers_", *self._optional_state_names)
             if a not in self._fitted_state_names and getattr(self, a, None) is not None)
         return {name: getattr(self, name) for name in names}
 
@@ -496,7 +499,8 @@ class RobustEstimator(BaseEstimator):
         """An estimator with parameters ``params`` and the attributes of ``state``.
 
         The inverse of :meth:`fitted_state`; raises ValueError naming what is
-        missing or invalid.
+        missing or invalid (a NaN, a negative lambda, arrays whose shapes
+        disagree: :mod:`robustclust._estimators.fitted`).
 
         Parameters
         ----------
@@ -511,10 +515,19 @@ class RobustEstimator(BaseEstimator):
         state = {**_STATE_DEFAULTS, **state}
         missing = [a for a in cls._fitted_state_names if a not in state]
         if missing:
-            raise ValueError(f"lacks the fitted attributes {missing}")
+            raise ValueError(f"{cls.__name__} lacks the fitted attributes {missing}")
         for name, value in state.items():
             setattr(estimator, name, value)
+        check_state(estimator, tuple(state), estimator._fitted_shapes())
+        estimator._check_fitted_values()
         return estimator
+
+    def _fitted_shapes(self):
+        """attribute -> the shape a fitted state must give it (subclasses add theirs)."""
+        return {"cluster_centers_": (self._n_clusters, self.n_features_in_)}
+
+    def _check_fitted_values(self):
+        """Class-specific checks of a fitted state read back (ValueError)."""
 
 
 def state_from(centers, weights=None, covariance=None):

@@ -12,6 +12,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     ClusterMixin,
@@ -35,7 +36,7 @@ from .._core.models import KMeansModel, MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
-from .base import RobustEstimator, state_from
+from .base import RobustEstimator, internal_units, state_from
 from .kernels import (
     EXPLICIT_FEATURES,
     SKLEARN_NAMES,
@@ -50,7 +51,7 @@ from .kernels import (
     spectral_embedding,
 )
 from .kmeans import RobustKMeans
-from .mixture import RobustGaussianMixture
+from .mixture import RobustGaussianMixture, check_mixture_weights
 
 KERNEL_CONSTRAINTS = {
     "kernel": [StrOptions({"rbf", "poly", "linear", "cosine", "precomputed"}), callable],
@@ -68,8 +69,14 @@ NAMED_KERNELS = ("rbf", "poly", "linear", "cosine")
 class _KernelEstimator(RobustEstimator):
     """Kernel matrices, their checks, initialisations and the rows of new points."""
 
-    _lambda_unit = 1.0
+    #: X enters the linear and cosine kernels as (X - _input_offset) / _input_scale
+    #: (a power of two for data of extreme magnitude, see ``internal_units``);
+    #: feature-space distances are then in units of ``_scale``.
+    _input_offset = 0.0
+    _input_scale = 1.0
     _scale = 1.0
+    _lambda_unit = 1.0
+    _optional_state_names = ("_input_offset", "_input_scale", "_scale")
 
     # -- the kernel ----------------------------------------------------------------
     def _validate_X(self, X, reset):
@@ -95,8 +102,35 @@ class _KernelEstimator(RobustEstimator):
     def _pairwise(self, X, Y):
         return evaluate_kernel(self.kernel, X, Y, getattr(self, "_kernel_kw", {}))
 
+    def _set_input_units(self, X):
+        """Offset and power-of-two scale of X for the linear and cosine kernels.
+
+        The linear kernel's distances are those of the data, so X is centred
+        and scaled as for :class:`RobustKMeans` (results invariant to the
+        data's magnitude, lambda in the data's units); the cosine kernel is
+        scale-free, so X is only scaled (its entries would overflow).  Other
+        kernels see X as it is.
+        """
+        self._input_offset, self._input_scale, self._scale = 0.0, 1.0, 1.0
+        if callable(self.kernel) or self.kernel not in ("linear", "cosine"):
+            return
+        if sp.issparse(X) and X.nnz == 0:
+            return
+        if self.kernel == "linear":
+            _, self._input_offset, self._input_scale = internal_units(X)
+            self._scale = self._input_scale
+        else:
+            _, _, self._input_scale = internal_units(X, offset=np.zeros(X.shape[1]))
+
+    def _in_kernel_units(self, X):
+        """X as the kernel sees it (see ``_set_input_units``)."""
+        if self._input_scale == 1.0 and np.all(np.asarray(self._input_offset) == 0):
+            return X
+        return internal_units(X, self._input_offset, self._input_scale)[0]
+
     def _training_kernel(self, X):
-        """Validated training kernel matrix (uncentred); sets ``gamma_``."""
+        """Validated training kernel matrix (uncentred); sets ``gamma_`` and the input units."""
+        self._set_input_units(X)
         if self.kernel == "precomputed":
             if self.approximation is not None:
                 raise ValueError("approximation='nystroem' needs feature vectors; it cannot "
@@ -106,6 +140,7 @@ class _KernelEstimator(RobustEstimator):
             return K
         self._kernel_kw = self._kernel_args(X)
         self.gamma_ = self._kernel_kw.get("gamma")
+        X = self._in_kernel_units(X)
         K = self._pairwise(X, X)
         if not np.all(np.isfinite(K)):
             raise ValueError("The kernel matrix has infinite or NaN entries (the data's "
@@ -122,7 +157,8 @@ class _KernelEstimator(RobustEstimator):
 
     def _new_rows(self, X):
         """(k(x, x), centred kernel rows against the training points) for new X."""
-        Kx = self._pairwise(X, self.X_fit_)
+        X = self._in_kernel_units(X)
+        Kx = self._pairwise(X, self._in_kernel_units(self.X_fit_))
         diag = kernel_diagonal(self.kernel, X, self._kernel_kw)
         row = Kx.mean(axis=1)
         Kx = Kx - row[:, None] - self._kernel_col_mean + self._kernel_mean
@@ -138,8 +174,7 @@ class _KernelEstimator(RobustEstimator):
         self._embedding = None
         if isinstance(self.init, str) and self.init == "spectral":
             self._embedding = spectral_embedding(K_raw, self._n_clusters)
-        return KernelGeometry(K, self._feature_dim(X)), {"offset": 0.0, "scale": 1.0,
-                                                        "lambda_unit": 1.0}
+        return KernelGeometry(K, self._feature_dim(X)), self._units(X.shape[0])
 
     def _check_init(self, X):
         self._n_init = self.n_init
@@ -225,6 +260,19 @@ class _KernelEstimator(RobustEstimator):
         self.dual_coef_ = None
         self._n_features_out = self._n_clusters
         return model
+
+    def _fitted_shapes(self):
+        k, p = self._n_clusters, self.n_features_in_
+        n = np.shape(self.X_fit_)[0] if np.ndim(self.X_fit_) == 2 else -1
+        shapes = {"X_fit_": (n, p), "dual_coef_": (n, k), "_kernel_col_mean": (n,),
+                  "_gram_centres": (k, k), "cluster_centers_": (k, p)}
+        if hasattr(self, "weights_"):
+            shapes["weights_"] = (k,)
+        return shapes
+
+    def _check_fitted_values(self):
+        if hasattr(self, "weights_"):
+            check_mixture_weights(self)
 
     def _nystroem_features(self, X):
         """New points as the Nystroem features the approximate model was fitted on."""
@@ -412,13 +460,22 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
                                                  dtype=np.float64, ensure_non_negative=True)
         return X, sample_weight
 
+    def _units(self, n_samples):
+        # lambda is a feature-space distance, the objective a squared one
+        return {"offset": 0.0, "scale": self._scale, "lambda_unit": self._scale,
+                "objective_unit": self._scale * self._scale}
+
+    @property
+    def _lambda_unit(self):
+        return self._scale
+
     def _make_model(self, geometry):
         return KMeansModel(self.n_clusters, self.q)
 
     def _make_penalties(self, geometry, sample_weight):
         """eps of the log penalty: 1e-3 x the RMS feature-space distance to the mean."""
         if self.eps is not None:
-            eps = float(self.eps)
+            eps = float(self.eps) / self._scale
         elif not self.weighted:
             eps = None
         else:
@@ -441,13 +498,14 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         else:
             U = state.memberships
         self.memberships_ = U
-        self.eps_ = self._eps
+        self.eps_ = None if self._eps is None else self._eps * self._scale
         self._n_features_out = self.n_clusters
 
     def _new_point_solver(self, X):
         g = self._new_point_geometry(X)
+        eps = None if self.eps_ is None else self.eps_ / self._scale
         solver = Solver(g, KMeansModel(self.n_clusters, self.q), make_penalty("group"),
-                        make_penalty("group", True, self.eps_), max_iter=self.max_iter,
+                        make_penalty("group", True, eps), max_iter=self.max_iter,
                         tol=self.tol)
         return solver, state_from(self.dual_coef_.T)
 
@@ -543,7 +601,8 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         Posteriors gamma.
     weights_ : ndarray of shape (n_components,)
     variance_ : float
-        sigma^2.
+        sigma^2 (inf or 0 when the data's magnitude is beyond about 1e154 or
+        below 1e-154: predictions use the internal units).
     feature_dim_ : int
         P of eq. (27): n_features for the linear and cosine kernels (their
         feature space is R^p), N otherwise (the empirical kernel map,
@@ -597,6 +656,8 @@ class KernelRobustGaussianMixture(_KernelEstimator):
 
     _n_clusters_name = "n_components"
     _default_lambda_description = "a robust 0.1% tail of the feature-space distances"
+    _variance = None
+    _optional_state_names = _KernelEstimator._optional_state_names + ("_variance",)
     _fitted_state_names = (
         "X_fit_", "dual_coef_", "_gram_centres", "_kernel_col_mean", "_kernel_mean",
         "_kernel_kw", "gamma_", "weights_", "variance_", "feature_dim_", "_covar_floor",
@@ -609,6 +670,13 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         if sample_weight is not None:
             raise ValueError("KernelRobustGaussianMixture does not support sample_weight.")
         return self._validate_X(X, reset), None
+
+    def _units(self, n_samples):
+        # lambda and eps are scale-free (||o|| in the Sigma^-1 norm); the
+        # log-likelihood of P-dimensional data scaled by s drops by P log s a point
+        dim = self._feature_dim(self.X_fit_) if self.X_fit_ is not None else None
+        return {"offset": 0.0, "scale": self._scale, "lambda_unit": 1.0,
+                "objective_shift": n_samples * (dim or n_samples) * math.log(self._scale)}
 
     def _make_model(self, geometry):
         n = geometry.n_samples
@@ -650,8 +718,11 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         self._store_kernel_state(problem, state)
         self.memberships_ = state.memberships
         self.weights_ = state.weights
-        self.variance_ = float(state.covariance.value)
-        self.outlier_scores_ = self.outlier_norms_ / math.sqrt(self.variance_)
+        variance = float(state.covariance.value)
+        self._variance = variance  # in internal units: variance_ overflows beyond 1e154
+        with np.errstate(over="ignore", under="ignore"):
+            self.variance_ = float(np.float64(variance) * self._scale * self._scale)
+        self.outlier_scores_ = self.outlier_norms_ / (math.sqrt(variance) * self._scale)
         self.eps_ = self._eps
 
     def _new_point_solver(self, X):
@@ -659,7 +730,10 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         model = MixtureModel(self.n_components, "spherical", self._covar_floor, self.feature_dim_)
         solver = Solver(g, model, make_penalty("group"), make_penalty("group", True, self.eps_),
                         max_iter=self.max_iter, tol=self.tol)
-        cov = Covariance("spherical", self.variance_, self.feature_dim_)
+        variance = getattr(self, "_variance", None)
+        if variance is None:
+            variance = self.variance_ / self._scale / self._scale
+        cov = Covariance("spherical", variance, self.feature_dim_)
         return solver, state_from(self.dual_coef_.T, self.weights_, cov)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -679,6 +753,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         if self.approximation == "nystroem":
             model = self._fit_nystroem(X)
             self.weights_, self.variance_ = model.weights_, float(model.covariances_)
+            self._variance = None
             self.outlier_scores_ = model.outlier_scores_
             self.feature_dim_ = model.means_.shape[1]
             return self
@@ -707,7 +782,8 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         if self.approximation == "nystroem":
             return self.approximate_model_.score_samples(self._nystroem_features(X))
         _, state = self._clean(X)
-        return -np.asarray(state.point_costs)
+        shift = self.feature_dim_ * math.log(self._scale) if self._scale != 1.0 else 0.0
+        return -np.asarray(state.point_costs) - shift
 
     def score(self, X, y=None):
         """Mean log-density of X under the fitted mixture (see score_samples).

@@ -151,8 +151,8 @@ def evaluate_kernel(kernel, X, Y, kernel_kw):
         K = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
         shape = (X.shape[0], Y.shape[0])
         if K.shape != shape:
-            raise ValueError(f"The kernel callable must return a matrix of shape {shape} "
-                             f"(rows of X by rows of Y); it returned shape {K.shape}.")
+            raise ValueError(f"The kernel callable returned a matrix of shape {K.shape}; it "
+                             f"must return one of shape {shape} (rows of X by rows of Y).")
         return K
     return pairwise_kernels(X, Y, metric=SKLEARN_NAMES[kernel], **kernel_kw)
 

@@ -19,6 +19,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
 from .base import RobustEstimator, internal_units, state_from
+from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
 
 
@@ -89,7 +90,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     means_ : ndarray of shape (n_components, n_features)
     covariances_ : float, ndarray of shape (n_features,) or (n_features, n_features)
         The common covariance: the variance sigma^2 (spherical), the
-        variances (diag) or the matrix (full).
+        variances (diag) or the matrix (full).  For data beyond about 1e154
+        (below 1e-154) in magnitude its entries overflow to inf (underflow to
+        0) in float64; the fit, ``predict`` and ``score`` run in internal
+        units and from ``precisions_cholesky_``, which stays finite.
     precisions_cholesky_ : float or ndarray
         P with Sigma^-1 = P P^T: 1/sigma, 1/sqrt(variances), or an upper
         triangular matrix (scikit-learn's convention).
@@ -190,6 +194,18 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "n_features_in_", "_offset", "_scale", "_covar_floor",
     )
 
+    def _fitted_shapes(self):
+        k, p = self.n_components, self.n_features_in_
+        cov = {"spherical": (), "diag": (p,), "full": (p, p)}[self.covariance_type]
+        return {"means_": (k, p), "weights_": (k,), "covariances_": cov,
+                "precisions_cholesky_": cov}
+
+    def _check_fitted_values(self):
+        check_mixture_weights(self)
+        if self.covariance_type != "full" and np.any(np.asarray(self.covariances_) <= 0):
+            raise bad_value(type(self).__name__, "covariances_", self.covariances_,
+                            "not positive")
+
     # -- the hooks of the fit template ----------------------------------------------------
     def _validate_input(self, X, sample_weight, reset):
         if sample_weight is not None:
@@ -266,7 +282,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         cov = state.covariance
         self.weights_ = np.asarray(to_numpy(state.weights, xp), dtype=np.float64)
         self.means_ = problem.user_centers(state).astype(problem.dtype, copy=False)
-        self.covariances_ = cov.value * s * s
+        with np.errstate(over="ignore", under="ignore"):  # beyond 1e154: inf (see predict)
+            self.covariances_ = np.float64(cov.value) * s * s if np.ndim(cov.value) == 0 \
+                else cov.value * s * s
         self.precisions_cholesky_ = cov.P / s
         self.memberships_ = np.asarray(to_numpy(state.memberships, xp))
         self.outlier_scores_ = np.zeros(n)
@@ -294,7 +312,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         s = self._scale
         means = (np.asarray(self._fitted("means_"), dtype=np.float64)
                  - to_numpy(self._offset)) / s
-        cov = Covariance(self.covariance_type, self._fitted("covariances_") / (s * s), p)
+        # from the precision factor, which stays finite where covariances_ overflow
+        cov = Covariance.from_precision_factor(
+            self.covariance_type, np.asarray(self._fitted("precisions_cholesky_")) * s, p)
         start = state_from(asarray(means, g.xp, like=g.sq_norms),
                            asarray(self._fitted("weights_"), g.xp, like=g.sq_norms), cov)
         return solver, start
@@ -412,6 +432,13 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         tags.input_tags.sparse = True
         tags.array_api_support = True
         return tags
+
+
+def check_mixture_weights(estimator):
+    """Mixing weights that sum to 1 (a fitted state read back)."""
+    if not np.isclose(np.sum(estimator.weights_), 1.0, rtol=1e-6):
+        raise bad_value(type(estimator).__name__, "weights_", estimator.weights_,
+                        "not summing to 1")
 
 
 def mean_variance(X):

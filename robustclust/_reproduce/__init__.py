@@ -18,23 +18,35 @@ experiment lives in its own module with one function
 
 ``quick=True`` runs a subset small enough for the test suite (under two
 minutes) whose :attr:`Section.checks` hold the paper's headline claims.
+
+The folder's files are listed with their sha256 in
+``.robustclust-reproduce.json`` (:data:`MANIFEST`); a later run refuses a
+folder holding any other file (notes, another project's README.md, or a
+report file edited since) unless ``force=True``, so that it never replaces
+what it did not write.
 """
 
+import hashlib
 import importlib
+import json
 import platform
 import sys
 import time
 from pathlib import Path
 
+from .._files import UnsafeWriteError, atomic_write
 from ._report import DataNotFound, Section, write_report
 
-__all__ = ["EXPERIMENTS", "QUICK_EXPERIMENTS", "run_reproduction"]
+__all__ = ["EXPERIMENTS", "MANIFEST", "QUICK_EXPERIMENTS", "check_out_dir", "run_reproduction"]
 
 #: Every experiment, in report order.
 EXPERIMENTS = ("table1", "path", "rings", "usps", "dolphins", "football")
 
 #: The subset run by ``quick=True``.
 QUICK_EXPERIMENTS = ("table1", "path", "football")
+
+#: The list of the files a reproduction wrote, in its folder.
+MANIFEST = ".robustclust-reproduce.json"
 
 _HEADER = """\
 # Reproduction of the paper's experiments
@@ -68,15 +80,79 @@ def _prefetch(experiments, data_home, stream):
             stream.write(f"reproduce: {name}: data not available ({exc})\n")
 
 
+def _sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _manifest(out_dir):
+    """{file name: sha256} of the files an earlier reproduction wrote into ``out_dir``."""
+    try:
+        files = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def _foreign_files(out_dir):
+    """Names of the entries of ``out_dir`` that no earlier reproduction wrote as they are."""
+    ours = _manifest(out_dir)
+    foreign = []
+    for entry in sorted(out_dir.iterdir()):
+        if entry.name == MANIFEST:
+            continue
+        if (entry.is_file() and not entry.is_symlink() and entry.name in ours
+                and ours[entry.name] == _sha256(entry)):
+            continue
+        foreign.append(entry.name)
+    return foreign
+
+
+def check_out_dir(out_dir, *, force=False):
+    """Refuse an output folder holding files a reproduction did not write.
+
+    Raises
+    ------
+    UnsafeWriteError
+        ``out_dir`` is a file, or (unless ``force``) holds an entry that is
+        not in its :data:`MANIFEST` with the same content.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UnsafeWriteError(f"{out_dir} is not a directory")
+    if force or not out_dir.exists():
+        return
+    foreign = _foreign_files(out_dir)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more"
+                                          if len(foreign) > 5 else "")
+        raise UnsafeWriteError(
+            f"{out_dir} holds files that reproduce did not write ({shown}): choose a new or "
+            "empty --out folder, or use --force to write beside them (files with the "
+            "report's names are then replaced)")
+
+
+def _record(out_dir, written):
+    """Add the files just written to the folder's manifest (dropping stale entries)."""
+    files = {name: digest for name, digest in _manifest(out_dir).items()
+             if (out_dir / name).is_file() and _sha256(out_dir / name) == digest}
+    files.update({name: _sha256(out_dir / name) for name in written})
+    text = json.dumps({"written_by": "robustclust reproduce", "files": dict(sorted(
+        files.items()))}, indent=1) + "\n"
+    with atomic_write(out_dir / MANIFEST, "wb") as handle:
+        handle.write(text.encode("utf-8"))
+
+
 def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
-                     download=False, stream=None):
+                     download=False, stream=None, force=False):
     """Run the experiments and write ``out_dir/README.md`` and the figures.
 
     Parameters
     ----------
     out_dir : str or path-like
-        Folder for the report; created if missing. Existing figures of the
-        same names are replaced (the report is generated, never edited).
+        Folder for the report; created if missing.  A folder holding files
+        that no earlier reproduction wrote (see :data:`MANIFEST`) is
+        refused unless ``force``; the report's own files are replaced (the
+        report is generated, never edited).
     quick : bool, default=False
         Run the quick subset (:data:`QUICK_EXPERIMENTS`) with fewer
         initialisations, for the test suite.
@@ -91,11 +167,19 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
         not found locally are reported as not run.
     stream : file-like, default=None
         Progress lines (one per experiment); None means :data:`sys.stderr`.
+    force : bool, default=False
+        Write into a folder that holds other files too.
 
     Returns
     -------
     sections : list of Section
         One per experiment; ``section.skipped`` says why one did not run.
+
+    Raises
+    ------
+    UnsafeWriteError
+        ``out_dir`` holds files a reproduction did not write (and not
+        ``force``), or is a file; checked before anything runs.
     """
     if experiments is None:
         experiments = QUICK_EXPERIMENTS if quick else EXPERIMENTS
@@ -105,6 +189,7 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
                          f"choose from {', '.join(EXPERIMENTS)}.")
     stream = sys.stderr if stream is None else stream
     out_dir = Path(out_dir)
+    check_out_dir(out_dir, force=force)
     out_dir.mkdir(parents=True, exist_ok=True)
     if download:
         _prefetch(experiments, data_home, stream)
@@ -123,7 +208,9 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
         stream.write(f"reproduce: {name} done in {section.seconds:.1f} s\n")
         sections.append(section)
     total = time.perf_counter() - start
-    write_report(out_dir, sections, header=_HEADER, footer=_footer(sections, total, quick))
+    report = write_report(out_dir, sections, header=_HEADER,
+                          footer=_footer(sections, total, quick))
+    _record(out_dir, [report.name] + [name for s in sections for name in s.figures])
     return sections
 
 

@@ -19,15 +19,15 @@ from .. import (
     RobustGaussianMixture,
     RobustKMeans,
 )
+from .._estimators.kernel import NAMED_KERNELS
 
 METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("spherical", "diag", "full")
-KERNELS = ("rbf", "poly", "linear", "cosine")
+KERNELS = NAMED_KERNELS
 INITS = ("k-means++", "random", "spectral", "robust-kmeans")
+APPROXIMATIONS = ("exact", "nystroem")
 #: The kernel parameters and the ``--kernel`` values they apply to.
 KERNEL_PARAMETERS = {"gamma": ("rbf", "poly"), "degree": ("poly",), "coef0": ("poly",)}
-#: Kernels whose feature space is the columns themselves (chi^2 default lambda).
-_EXPLICIT_FEATURES = ("linear", "cosine")
 
 #: Fuzzifier of ``--method soft`` when ``--q`` is not given (the paper's).
 DEFAULT_Q = 1.5
@@ -41,7 +41,9 @@ class ModelOptions:
 
     ``lam`` and ``n_outliers`` are None when not given; ``q``,
     ``covariance``, ``kernel``, ``gamma``, ``degree``, ``coef0`` and ``init``
-    are None unless given (and they apply).
+    are None unless given (and they apply).  ``approximation`` is None (not
+    chosen yet), ``"exact"`` or ``"nystroem"`` with ``n_landmarks`` (None:
+    the estimator's default), for ``kernel`` only.
     """
 
     n_clusters: int
@@ -59,6 +61,8 @@ class ModelOptions:
     seed: int | None = 0
     lam: float | None = None
     n_outliers: int | float | None = None
+    approximation: str | None = None
+    n_landmarks: int | None = None
 
 
 def build_estimator(options, *, graph=False):
@@ -88,6 +92,10 @@ def build_estimator(options, *, graph=False):
         common["kernel"] = options.kernel
         common.update({name: getattr(options, name) for name in KERNEL_PARAMETERS
                        if getattr(options, name) is not None})
+        if options.approximation == "nystroem":
+            common["approximation"] = "nystroem"
+            if options.n_landmarks is not None:
+                common["n_landmarks"] = options.n_landmarks
     if options.init is not None:
         common["init"] = options.init
     kernel = "kernel" in common
@@ -120,12 +128,8 @@ def model_input(data):
 
 
 def default_lambda_rule(model):
-    """How the default lambda of a model is set, in words."""
-    est = final_estimator(model)
-    kernel = getattr(est, "kernel", None)
-    if kernel is None or kernel in _EXPLICIT_FEATURES:
-        return "default: flags about 0.1% of Gaussian inliers"
-    return "default: a robust 0.1% tail of the feature-space distances"
+    """How the default lambda of a model is set, in words (the estimator's own account)."""
+    return final_estimator(model).lambda_rule()
 
 
 def final_estimator(model):
@@ -170,6 +174,9 @@ def predict_rows(model, X):
 def describe(model):
     """A short human name of the fitted method, e.g. 'weighted soft robust K-means (q=1.5)'.
 
+    A Nystroem approximation is named after the kernel:
+    'hard kernel robust K-means (rbf kernel, gamma=0.25, Nystroem, 100 landmarks)'.
+
     Kernel models name their kernel: 'hard kernel robust K-means (rbf
     kernel, gamma=0.25)' (gamma=1/median or 1/p: the default gamma of a
     model not fitted yet); ``kernel="precomputed"`` is called the graph
@@ -186,6 +193,10 @@ def describe(model):
         elif est.kernel == "poly":
             gamma = "1/p" if gamma is None else f"{gamma:.4g}"
             detail += f", degree {est.degree}, gamma={gamma}, coef0={est.coef0:g}"
+        if getattr(est, "approximation", None) == "nystroem":
+            fitted = getattr(est, "nystroem_", None)
+            landmarks = est.n_landmarks if fitted is None else fitted.n_components
+            detail += f", Nystroem, {landmarks} landmarks"
         if isinstance(est, KernelRobustGaussianMixture):
             return f"{prefix}kernel robust Gaussian mixture (KRPC, {detail})"
         if est.q == 1:

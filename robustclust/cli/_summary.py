@@ -2,7 +2,9 @@
 
 The commands build a summary dict (the ``--json`` output) and
 :func:`format_summary` renders the same dict for people, so the two never
-disagree.
+disagree.  The JSON lists every column; the text names as many as fit in a
+line of :data:`LINE_WIDTH` characters, so that a table of 100,000 columns
+still gives short lines.
 """
 
 import json
@@ -10,10 +12,12 @@ import math
 
 import numpy as np
 
-from ._data import rows_phrase
+from ._errors import count, rows_phrase, short_listing
 
 #: Outliers listed in a summary, highest score first.
 TOP_OUTLIERS = 10
+#: Width of the lines that name columns: longer lists are cut in the middle.
+LINE_WIDTH = 100
 
 
 def cluster_sizes(labels, n_clusters):
@@ -52,20 +56,18 @@ def _finite(value):
     return value
 
 
-def _count(n, noun):
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _num(x):
     return f"{x:.4g}"
 
 
 def format_summary(summary):
     """The human-readable text of a ``fit``, ``predict`` or ``path`` summary."""
-    lines = [f"{summary['command']}: {summary['method']}, {summary['n_clusters']} clusters"]
+    lines = [f"{summary['command']}: {summary['method']}, "
+             f"{count(summary['n_clusters'], 'cluster')}"]
     if "model" in summary and summary["command"] == "predict":
         lines.append(f"model: {summary['model']}")
     lines += _input_lines(summary)
+    lines += [f"note: {note}" for note in summary.get("notes", [])]
     if summary["command"] == "path":
         lines += _path_lines(summary)
     else:
@@ -78,17 +80,18 @@ def format_summary(summary):
 
 def _input_lines(summary):
     if summary["graph"]:
-        what = f"{_count(summary['n_rows'], 'node')}, {_count(summary['n_edges'], 'edge')}"
-    else:
-        what = (f"{summary['n_rows']} rows, {len(summary['columns'])} columns "
-                f"({', '.join(summary['columns'])})")
-    lines = [f"input: {summary['input']}, {what}"]
-    if summary.get("skipped_columns"):
-        skipped = ", ".join(f"{name} ({why})" for name, why in summary["skipped_columns"].items())
-        lines.append(f"skipped columns: {skipped}")
-    if summary.get("dropped_rows"):
-        dropped = summary["dropped_rows"]
-        lines.append(f"left out {_count(len(dropped), 'row')} with missing values: "
+        return [f"input: {summary['input']}, {count(summary['n_rows'], 'node')}, "
+                f"{count(summary['n_edges'], 'edge')}"]
+    lines = [f"input: {summary['input']}, {count(summary['n_rows'], 'row')}, "
+             f"{count(summary['n_input_columns'], 'column')}",
+             f"features: {short_listing(summary['columns'], LINE_WIDTH - 10)}"]
+    skipped = summary.get("skipped_columns")
+    if skipped:
+        described = [f"{name} ({why})" for name, why in skipped.items()]
+        lines.append(f"skipped columns: {short_listing(described, LINE_WIDTH - 17)}")
+    dropped = summary.get("dropped_rows")
+    if dropped:
+        lines.append(f"left out {count(len(dropped), 'row')} with missing values: "
                      f"{rows_phrase(dropped)}")
     return lines
 
@@ -97,11 +100,11 @@ def _result_lines(summary):
     lines = []
     if summary["command"] == "fit":
         lines.append(f"lambda: {_num(summary['lambda'])} ({summary['lambda_rule']})")
-        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, objective "
-                     f"{_num(summary['objective'])}, {_count(summary['n_iter'], 'iteration')}, "
+        lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, objective "
+                     f"{_num(summary['objective'])}, {count(summary['n_iter'], 'iteration')}, "
                      f"{summary['time_s']:.2f} s")
     else:
-        lines.append(f"result: {_count(summary['n_outliers'], 'outlier')}, "
+        lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, "
                      f"{summary['time_s']:.2f} s")
     sizes = summary["cluster_sizes"]
     what = "nodes" if summary["graph"] else "rows"
@@ -124,9 +127,34 @@ def _result_lines(summary):
 
 
 def _path_lines(summary):
-    lams = summary["lambdas"]
-    lines = [f"lambda_max: {_num(summary['lambda_max'])} (nothing is flagged above it); "
-             f"{len(lams)} values down to {_num(lams[-1])}; {summary['time_s']:.2f} s",
-             "", "   lambda  outliers"]
-    lines += [f"{_num(lam):>9}  {count:>8}" for lam, count in zip(lams, summary["n_outliers"])]
+    lams, counts = summary["lambdas"], summary["n_outliers"]
+    noun = "node" if summary["graph"] else "row"
+    values = f"{count(len(lams), 'value')} down to {_num(lams[-1])}"
+    if summary["lambda_max_given"]:
+        head = f"lambda: {count(len(lams), 'value')} from {_num(lams[0])} down to " \
+               f"{_num(lams[-1])}"
+    elif summary["lambda_max_flags"] == 0:
+        head = f"lambda_max: {_num(summary['lambda_max'])} (nothing is flagged above it); " \
+               f"{values}"
+    else:
+        flagged = summary["lambda_max_flags"]
+        start = ("which flags none" if counts[0] == 0
+                 else f"which still flags {count(counts[0], noun)}")
+        head = (f"lambda_max: {_num(summary['lambda_max'])} flags "
+                f"{count(flagged, noun)}, so the grid starts higher, at {_num(lams[0])}, "
+                f"{start}; {values}")
+    digits = _distinguishing_digits(lams)
+    shown = [f"{lam:.{digits}g}" for lam in lams]
+    width = max(9, *(len(text) for text in shown))
+    lines = [f"{head}; {summary['time_s']:.2f} s", "", f"{'lambda':>{width}}  outliers"]
+    lines += [f"{text:>{width}}  {n:>8}" for text, n in zip(shown, counts)]
     return lines
+
+
+def _distinguishing_digits(values, least=4, most=12):
+    """Significant digits (at least ``least``) that tell neighbouring values apart."""
+    for digits in range(least, most + 1):
+        shown = [f"{v:.{digits}g}" for v in values]
+        if all(a != b for a, b in zip(shown, shown[1:])):
+            return digits
+    return most
