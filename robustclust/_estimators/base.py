@@ -46,6 +46,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._core._dense import centre_with_extent
 from .._core.backend import asarray, namespace, to_numpy
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
@@ -178,9 +179,10 @@ def internal_units(X, offset=None, scale=None):
     top = None
     if offset is None:
         offset = xp.mean(X, axis=0)
-        Xc = X - offset
         if is_numpy and X.shape[0] > 1:
-            offset, Xc, top = _robust_offset(X, offset, Xc)
+            offset, Xc, top = _robust_offset(X, offset)
+        else:
+            Xc = X - offset
     else:
         Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
     if scale is None:
@@ -209,7 +211,7 @@ def _typical(magnitudes):
     return float(np.median(nonzero)) if nonzero.size else 0.0
 
 
-def _robust_offset(X, mean, Xc):
+def _robust_offset(X, mean):
     """The median instead of the mean when a few huge values dominate the mean.
 
     Subtracting an offset rounds each coordinate to eps |offset|; the mean of
@@ -217,7 +219,7 @@ def _robust_offset(X, mean, Xc):
     wipes out their digits.  The coordinate-wise median stays with the bulk.
     The mean is kept unless it lies more than 2^20 spreads (median absolute
     deviation, on a sample of rows) from the median.  Returns (offset,
-    centred X, max |centred X|).
+    centred X, max |centred X|), the last two from one pass over X.
     """
     sample = X[:: max(1, X.shape[0] // 1000)]
     med = np.median(sample, axis=0)
@@ -225,9 +227,12 @@ def _robust_offset(X, mean, Xc):
     spread = np.median(dev, axis=0)
     spread = np.where(spread > 0, spread, dev.max(axis=0))
     far = np.abs(mean - med) > 2.0**_OFFSET_BITS * np.where(spread > 0, spread, 1.0)
-    if not far.any() and np.all(np.isfinite(mean)):
-        return mean, Xc, float(np.maximum(Xc.max(axis=0), -Xc.min(axis=0)).max())
-    offset = np.median(X, axis=0).astype(X.dtype)
+    offset = mean
+    if far.any() or not np.all(np.isfinite(mean)):
+        offset = np.median(X, axis=0).astype(X.dtype)
+    if X.flags.c_contiguous:
+        Xc, top = centre_with_extent(X, offset)
+        return offset, Xc, top
     Xc = X - offset
     return offset, Xc, float(np.abs(Xc).max())
 
