@@ -23,6 +23,12 @@ Cases changed on purpose are checked for what they should now be:
   two starts reached the same partition with the cluster indices swapped and
   costs equal to 1e-15, and the other one was kept.
 
+The mixtures' stopping rule was then changed on purpose (EM now stops on the
+objective, as scikit-learn's GaussianMixture does, default ``tol=1e-4``): the
+fixture ``earlier_mixture_rule`` restores the recorded rule (means and
+outliers moving by less than 1e-6 of their norms) so that every iterate can
+still be compared; ``tests/test_mixture.py`` checks the new rule.
+
 The fits with a target count were then changed on purpose by the new count
 search (order statistics, screened restarts): they must flag the same
 points as recorded (all 25 but one do), and the one that differs flagged
@@ -46,6 +52,17 @@ CHANGED = {"rkm_hard_lam0", "rpc_spherical_sparse_lam"}
 #: (order statistics instead of a grid walk), so lambda (anywhere in the
 #: interval that flags s points) and the iterates differ; the flagged set must not.
 COUNT = [n for n in cases.CASES if "count" in n]
+
+
+@pytest.fixture(autouse=True)
+def earlier_mixture_rule(monkeypatch):
+    """The mixtures' stopping rule and tolerance of the recording."""
+    from robustclust import KernelRobustGaussianMixture, RobustGaussianMixture
+    from robustclust._core.models import MixtureModel
+
+    monkeypatch.setattr(MixtureModel, "stops_on_objective", False)
+    for cls in (RobustGaussianMixture, KernelRobustGaussianMixture):
+        monkeypatch.setitem(cls.__init__.__kwdefaults__, "tol", 1e-6)
 
 
 def recorded(name):

@@ -300,3 +300,40 @@ def test_mixture_path_never_solves_at_lambda_zero():
     X = _data(10)
     with pytest.raises(ValueError, match="lambdas must be > 0"):
         regularization_path(RobustGaussianMixture(3), X, lambdas=[1.0, 0.0])
+
+
+# -- the stopping rule: EM stops on the objective, as scikit-learn's does ------------------
+@pytest.mark.parametrize("covariance_type", ["spherical", "full"])
+def test_em_stops_when_the_objective_gain_per_point_is_below_tol(covariance_type):
+    X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
+    est = RobustGaussianMixture(4, lam=1.5, covariance_type=covariance_type, n_init=1,
+                                random_state=0).fit(X)
+    h = np.asarray(est.objective_history_)
+    assert est.tol == 1e-4 and est.converged_ and est.n_iter_ == len(h) < 60
+    # the last gain is within tol per point
+    assert abs(h[-2] - h[-1]) <= 1e-4 * X.shape[0]
+    # EM never increases the cost of eq. (8)
+    assert np.all(np.diff(h) <= 1e-9 * np.abs(h[1:]))
+
+
+def test_the_new_rule_stops_on_the_iterates_of_the_old_one(monkeypatch):
+    # the rule only decides when to stop: the iterates are those the earlier
+    # rule (means moving by less than tol of their norm) produced, which on
+    # this set ran into max_iter=300 without stopping
+    from robustclust._core.models import MixtureModel
+
+    X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
+    new = RobustGaussianMixture(4, lam=1.5, n_init=1, random_state=0).fit(X)
+    monkeypatch.setattr(MixtureModel, "stops_on_objective", False)
+    old = RobustGaussianMixture(4, lam=1.5, n_init=1, random_state=0, tol=1e-6).fit(X)
+    assert old.n_iter_ == 300 and not old.converged_
+    np.testing.assert_allclose(new.objective_history_, old.objective_history_[:new.n_iter_],
+                               rtol=1e-12)
+
+
+def test_a_smaller_tol_runs_longer_and_lowers_the_cost():
+    X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
+    fits = [RobustGaussianMixture(4, lam=1.5, n_init=1, random_state=0, tol=tol).fit(X)
+            for tol in (1e-2, 1e-4, 1e-6)]
+    assert fits[0].n_iter_ < fits[1].n_iter_ < fits[2].n_iter_
+    assert fits[0].objective_ > fits[1].objective_ > fits[2].objective_

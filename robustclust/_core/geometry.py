@@ -30,6 +30,10 @@ from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from .backend import bincount, namespace, onehot, pick, rowdot, take
 
 
+#: Largest N * C for which hard K-means' centre sums use a dense indicator.
+_DENSE_INDICATOR = 2**18
+
+
 @dataclass
 class Assignment:
     """Weights on one cluster per point: ``weights[n]`` on cluster ``labels[n]``.
@@ -231,11 +235,17 @@ class LinearGeometry:
         if isinstance(V, Assignment):
             if self.is_numpy:
                 n = self.n_samples
-                indicator = sp.csr_matrix((V.weights, (V.labels, np.arange(n))),
-                                          shape=(V.n_clusters, n), dtype=np.float64)
-                return np.asarray(safe_sparse_dot(indicator, self.X.astype(np.float64,
-                                                                           copy=False),
-                                                  dense_output=True))
+                X64 = self.X.astype(np.float64, copy=False)
+                if n * V.n_clusters <= _DENSE_INDICATOR:
+                    # small problems: one product with the (N, C) indicator
+                    # (building a sparse one cost more than the sum)
+                    return np.asarray(safe_sparse_dot(X64.T, V.dense(np),
+                                                      dense_output=True)).T
+                indicator = sp.csc_matrix(
+                    (np.asarray(V.weights, dtype=np.float64), np.asarray(V.labels),
+                     np.arange(n + 1)), shape=(V.n_clusters, n))
+                sums = indicator @ X64
+                return sums.toarray() if sp.issparse(sums) else np.asarray(sums)
             V = V.dense(xp)
         if self.is_numpy:
             return np.asarray(safe_sparse_dot(self.X.T, V, dense_output=True),

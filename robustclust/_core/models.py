@@ -127,6 +127,7 @@ class KMeansModel:
     """
 
     mixture = False
+    stops_on_objective = False
     #: lam = 0 is a valid problem: every point with a residual is flagged.
     zero_lambda_ok = True
     #: A count search may warm-start each lam from the solution at a larger one.
@@ -339,6 +340,9 @@ class MixtureModel:
     """
 
     mixture = True
+    #: EM stops on the objective (see :meth:`Solver.run`), as scikit-learn's
+    #: GaussianMixture and mclust do: its means converge linearly and slowly.
+    stops_on_objective = True
     #: lam = 0 makes eq. (8) unbounded below (Section II-B): never solve at it.
     zero_lambda_ok = False
     #: A count search restarts each lam from the initialisation: warm starts from

@@ -15,10 +15,16 @@ the regularization path and the estimators use:
 * ``lambda_max(state)``, ``trimmed_cost(state, s)``, ``default_lambda(state)``,
   ``zero_lambda_ok``.
 
-The stopping rule is the paper's ||M_t - M_{t-1}||_F <= tol ||M_t||_F, plus
-the outlier matrix settling in the same relative sense,
+The stopping rule of K-means is the paper's ||M_t - M_{t-1}||_F <= tol
+||M_t||_F, plus the outlier matrix settling in the same relative sense,
 ||O_t - O_{t-1}||_F <= tol max(||O_t||_F, ||M_t||_F): a run started from a
-converged solution with a new penalty must let O settle too.
+converged solution with a new penalty must let O settle too.  The mixture's
+EM converges linearly, often slowly (a mean moving by 1e-8 per iteration
+after hundreds of iterations), so it stops as scikit-learn's GaussianMixture
+and mclust do, on the objective: when an iteration lowers the cost of
+eq. (8) by at most tol per unit of sample weight and leaves the flagged set
+as it was (two iterations of the run at least: a run's first objective may
+be that of another penalty).
 """
 
 import math
@@ -177,17 +183,26 @@ class Solver:
             stepper = _fused.FusedStepper(self, lam, penalty)
         else:
             stepper = _Stepper(self, lam, penalty)
+        on_objective = self.model.stops_on_objective
+        if on_objective:
+            gain_tol = self.tol * float(scalar(self.xp.sum(self.sample_weight)))
         with blas_limits(self):
             history, converged, it = [], False, 0
             for it in range(1, max_iter + 1):
+                previous = state
                 state, (c_shift, c_norm, o_shift, o_norm) = stepper.step(state)
                 history.append(state.objective)
                 _progress.iteration()
                 if self.verbose:
                     print(f"  iteration {it}: objective {state.objective:.6g}, "
                           f"outliers {state.n_outliers}")
-                if c_shift <= self.tol * c_norm and o_shift <= self.tol * max(o_norm, c_norm):
-                    converged = True
+                if on_objective:
+                    converged = (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
+                                 and _same_flagged(previous.outliers, state.outliers, self.xp))
+                else:
+                    converged = (c_shift <= self.tol * c_norm
+                                 and o_shift <= self.tol * max(o_norm, c_norm))
+                if converged:
                     break
         return state.finished(history, it, converged)
 
@@ -293,6 +308,15 @@ class _Stepper:
         o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
                                   state.products, new.products)
         return new, (c_shift, c_norm, o_shift, g.outlier_norm(new.outliers, new.centers))
+
+
+def _same_flagged(a, b, xp):
+    """Whether two outlier sets flag the same points."""
+    if a.count != b.count:
+        return False
+    if xp is np:
+        return bool(np.array_equal(a.index, b.index))
+    return bool(xp.all(a.index == b.index))
 
 
 def _same_assignment(old, new, xp):

@@ -632,7 +632,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
 
     def __init__(self, n_components=1, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                  lam=None, n_outliers=None, weighted=False, eps=None, init="robust-kmeans",
-                 n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, psd_shift=False,
+                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, psd_shift=False,
                  approximation=None, n_landmarks=100, random_state=None, verbose=0):
         self.n_components = n_components
         self.kernel = kernel

@@ -72,9 +72,15 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         ``n_outliers``, the negative log-likelihood of all but the s least
         likely points).
     max_iter : int, default=300
-    tol : float, default=1e-6
-        Stop when the means and the outlier vectors change by less than
-        ``tol`` relative to their norms.
+    tol : float, default=1e-4
+        Stop when an EM iteration lowers the cost of eq. (8) (negative
+        log-likelihood plus penalty) by at most ``tol`` per unit of sample
+        weight and leaves the flagged set unchanged: scikit-learn's
+        GaussianMixture rule (its default, 1e-3, is looser; mclust's relative
+        1e-5 is about 4e-5 per point on the paper's data).  EM converges
+        linearly: on the paper's 80-outlier set, the old rule (means moving by
+        less than 1e-6 of their norm) took 300 iterations and still had not
+        stopped.
     reg_covar : float, default=1e-6
         Floor on the eigenvalues (variances) of Sigma, relative to the mean
         per-feature variance of X (so that rescaling X rescales the fit and
@@ -169,7 +175,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
                  covariance_type="spherical", weighted=False, eps=None, init="robust-kmeans",
-                 n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, random_state=None,
+                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, random_state=None,
                  verbose=0):
         self.n_components = n_components
         self.lam = lam
