@@ -306,7 +306,10 @@ class DaskSolver:
         self.dtype = np.dtype(X.dtype)
         self.n_clusters = model.n_clusters
         self.feature_dim = self.dim
-        self._blocks = list(zip(X.to_delayed()[:, 0], sample_weight.to_delayed()))
+        # unoptimized: each block's graph holds the persisted data (its futures on a
+        # cluster), so the lazy fitted attributes keep it alive
+        self._blocks = list(zip(X.to_delayed(optimize_graph=False)[:, 0],
+                                sample_weight.to_delayed(optimize_graph=False)))
         self._starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
         self.passes = 0
 

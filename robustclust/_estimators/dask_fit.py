@@ -62,8 +62,9 @@ def as_dask_array(X, estimator=None, reset=True):
     if isinstance(X, dd.Series):
         X = X.to_frame()
     if isinstance(X, dd.DataFrame):
-        numeric = [c for c, t in X.dtypes.items() if np.issubdtype(t, np.number)
-                   and not np.issubdtype(t, np.timedelta64)]
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        numeric = [c for c, t in X.dtypes.items() if is_numeric_dtype(t) and not is_bool_dtype(t)]
         if not numeric:
             raise ValueError("The Dask DataFrame has no numeric columns to cluster.")
         X = X[numeric]
