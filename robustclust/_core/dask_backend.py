@@ -306,10 +306,10 @@ class DaskSolver:
         self.dtype = np.dtype(X.dtype)
         self.n_clusters = model.n_clusters
         self.feature_dim = self.dim
-        # unoptimized: each block's graph holds the persisted data (its futures on a
-        # cluster), so the lazy fitted attributes keep it alive
-        self._blocks = list(zip(X.to_delayed(optimize_graph=False)[:, 0],
-                                sample_weight.to_delayed(optimize_graph=False)))
+        # the passes name the persisted blocks (``self.X`` keeps them alive); the lazy
+        # fitted attributes hold them (unoptimized graphs: the futures on a cluster)
+        self._blocks = list(zip(X.to_delayed()[:, 0], sample_weight.to_delayed()))
+        self._held_blocks = None
         self._starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
         self.passes = 0
 
@@ -485,8 +485,11 @@ class DaskSolver:
                 "prev": self._prev(state), "what": what}
         params = self._dask.delayed(spec, pure=True, traverse=False)
         chunks = self.X.chunks[0]
+        if self._held_blocks is None:
+            self._held_blocks = list(zip(self.X.to_delayed(optimize_graph=False)[:, 0],
+                                         self.sample_weight.to_delayed(optimize_graph=False)))
         parts = []
-        for (xb, wb), start, n in zip(self._blocks, self._starts, chunks):
+        for (xb, wb), start, n in zip(self._held_blocks, self._starts, chunks):
             shape = (n, self.n_clusters) if what == "memberships" else (n,)
             parts.append(da.from_delayed(self._dask.delayed(_block_map)(xb, wb, int(start),
                                                                        params),

@@ -152,7 +152,7 @@ def internal_units(X, w):
 def _check_supported(estimator):
     from .kmeans import RobustKMeans
 
-    if type(estimator) is not RobustKMeans and not isinstance(estimator, RobustKMeans):
+    if not isinstance(estimator, RobustKMeans):
         raise TypeError(f"{type(estimator).__name__} does not fit Dask arrays yet; "
                         "RobustKMeans does (or compute the data to numpy first).")
     if estimator.penalty != "group":
@@ -203,7 +203,6 @@ def fit_dask(estimator, X, sample_weight=None):
     from .._core.dask_backend import DaskSolver
     from .._core.penalties import make_penalty
     from .._core.selection import fit_lambda
-    from .kmeans import RobustKMeans  # noqa: F401
 
     _check_supported(estimator)
     X, names = as_dask_array(X)
