@@ -51,6 +51,7 @@ from .._core.backend import asarray, namespace, to_numpy
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
 from .._core.state import State
+from .dask_fit import is_dask
 from .fitted import check_state
 
 #: Offset digits the mean may cost the points before the median is used.
@@ -339,6 +340,10 @@ class RobustEstimator(BaseEstimator):
         return problem
 
     def _fit(self, X, sample_weight=None):
+        if is_dask(X):  # per-block passes over a Dask cluster (dask_fit)
+            from .dask_fit import fit_dask
+
+            return fit_dask(self, X, sample_weight)
         problem = self.build_problem(X, sample_weight)
         solver = problem.solver
         with solver.blas():
@@ -429,7 +434,12 @@ class RobustEstimator(BaseEstimator):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            (a lazy dask array for Dask input)
         """
+        if is_dask(X):
+            from .dask_fit import predict_dask
+
+            return predict_dask(self, X, "predict")
         _, state = self._assign(X)
         return self._labels_of(state, X)
 

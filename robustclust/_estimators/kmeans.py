@@ -24,6 +24,7 @@ from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
 from .base import RobustEstimator, internal_units, state_from
+from .dask_fit import is_dask, predict_dask, score_dask
 
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
@@ -363,6 +364,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         norms : ndarray of shape (n_samples,)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "outlier_norms")
         solver, state = self._assign(X)
         return self._outlier_norms_of(solver, state)
 
@@ -377,6 +380,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         distances : ndarray of shape (n_samples, n_clusters)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "transform")
         check_is_fitted(self)
         X, _ = self._validate_input(X, None, reset=False)
         return euclidean_distances(X, self.cluster_centers_)
@@ -397,6 +402,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         score : float
         """
+        if is_dask(X):
+            return score_dask(self, X, sample_weight)
         solver, state = self._assign(X)
         X = state_input_rows(solver)
         sample_weight = _check_sample_weight(to_numpy(sample_weight), X, dtype=np.float64)

@@ -1,0 +1,134 @@
+"""RobustKMeans on Dask: block throughput, per-pass overhead, a lazily generated fit.
+
+    python benchmarks/bench_dask.py [--rows N] [--skip-fit]
+
+1. Rows per second of one worker's block pass (:func:`block_pass`, two
+   products X M^T per pass) against one in-memory iteration of the same
+   solver on the same rows (the numba pass for dense NumPy).
+2. Per-pass overhead on a ``LocalCluster`` (2 workers x 1 thread, threads):
+   seconds per iteration at a fixed data size for several block counts,
+   fitted as a + b * n_blocks by least squares.
+3. A fit of ``--rows`` x 16 float32 rows generated lazily on the workers
+   (never held by the client), 1% of them outliers, flagged by count:
+   wall time, passes over the data, peak resident memory of each process.
+"""
+
+import argparse
+import math
+import resource
+import time
+
+import numpy as np
+
+P, C = 16, 16
+
+
+def _blobs_block(block_id, rows, seed, dtype=np.float32):
+    """Rows of block ``block_id``: C Gaussian clusters, 1% uniform outliers."""
+    rng = np.random.default_rng([seed, block_id])
+    means = np.random.default_rng(seed).normal(scale=8.0, size=(C, P))
+    X = means[rng.integers(C, size=rows)] + rng.normal(size=(rows, P))
+    n_out = rows // 100
+    X[:n_out] = rng.uniform(-60, 60, size=(n_out, P))
+    return X.astype(dtype)
+
+
+def lazy_blobs(n_rows, rows_per_block, seed=0):
+    import dask
+    import dask.array as da
+
+    blocks = []
+    for b, start in enumerate(range(0, n_rows, rows_per_block)):
+        rows = min(rows_per_block, n_rows - start)
+        blocks.append(da.from_delayed(dask.delayed(_blobs_block)(b, rows, seed),
+                                      shape=(rows, P), dtype=np.float32))
+    return da.concatenate(blocks)
+
+
+def block_throughput(rows=200_000, repeats=3):
+    from robustclust import RobustKMeans
+    from robustclust._core import dask_backend
+    from robustclust._core.models import KMeansModel
+    from robustclust._core.penalties import make_penalty
+
+    X = _blobs_block(0, rows, 0)
+    X = X - X.mean(0)
+    init = X[:: rows // C][:C].copy()
+    model = KMeansModel(C)
+    flagged = dask_backend.Flagged.empty(C, True)
+    spec = {"model": model, "penalty": make_penalty("group"), "log_penalty": None,
+            "prev": (init, flagged, math.inf, False), "step": (init, 10.0, False),
+            "stats": (10.0, False)}
+    w = np.ones(rows)
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        dask_backend.block_pass(X, w, 0, spec)
+        best = min(best, time.perf_counter() - t)
+    est = RobustKMeans(C, lam=10.0, init=init, n_init=1, tol=0.0, max_iter=10)
+    t = time.perf_counter()
+    est.fit(X)
+    mem = (time.perf_counter() - t) / est.n_iter_
+    print(f"block pass: {rows / best:,.0f} rows/s per worker; in-memory iteration: "
+          f"{rows / mem:,.0f} rows/s (fit incl. start, {est.n_iter_} iterations)")
+
+
+def pass_overhead(rows=64_000, blocks=(2, 8, 32, 64), iters=8):
+    import dask.array as da
+    import distributed
+
+    from robustclust import RobustKMeans
+
+    X = _blobs_block(0, rows, 1)
+    init = X[:: rows // C][:C].copy()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        times = []
+        for nb in blocks:
+            Xd = da.from_array(X, chunks=(math.ceil(rows / nb), -1))
+            RobustKMeans(C, lam=10.0, init=init, n_init=1, tol=0.0, max_iter=2).fit(Xd)
+            t = time.perf_counter()
+            m = RobustKMeans(C, lam=10.0, init=init, n_init=1, tol=0.0, max_iter=iters).fit(Xd)
+            dt = (time.perf_counter() - t) / (m._dask_solver_passes)
+            times.append(dt)
+            print(f"  {nb:3d} blocks: {dt * 1e3:7.1f} ms per pass")
+        A = np.vstack([np.ones(len(blocks)), blocks]).T
+        (a, b), *_ = np.linalg.lstsq(A, np.array(times), rcond=None)
+        print(f"per pass: a = {a * 1e3:.1f} ms + b = {b * 1e3:.2f} ms per block "
+              f"({rows} x {P} float32 rows, C = {C}, 2 workers x 1 thread)")
+
+
+def lazy_fit(n_rows, rows_per_block=500_000):
+    import distributed
+
+    from robustclust import RobustKMeans
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        X = lazy_blobs(n_rows, rows_per_block)
+        t = time.perf_counter()
+        m = RobustKMeans(C, n_outliers=n_rows // 100, random_state=0).fit(X)
+        wall = time.perf_counter() - t
+        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        print(f"lazy fit {n_rows:,} x {P} float32, {X.numblocks[0]} blocks: {wall:.1f} s, "
+              f"{m._dask_solver_passes} passes, {m.n_outliers_} flagged, "
+              f"lambda {m.lambda_:.4g}")
+        print(f"  peak RSS: client {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
+              " MiB; workers " + ", ".join(f"{v / 1024:.0f} MiB" for v in peaks.values()))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--skip-fit", action="store_true")
+    args = parser.parse_args()
+    block_throughput()
+    pass_overhead()
+    if not args.skip_fit:
+        lazy_fit(args.rows)
+
+
+if __name__ == "__main__":
+    main()

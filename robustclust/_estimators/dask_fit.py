@@ -1,0 +1,377 @@
+"""The estimators on Dask input: validation, units, the sampled start, lazy results.
+
+``RobustKMeans.fit`` hands a ``dask.array.Array`` (or a Dask DataFrame, whose
+numeric columns are used) to :func:`fit_dask`, which
+
+1. validates it lazily (float64/float32, finite, one pass of reductions:
+   mean, extremes, the finiteness check) and brings it to the estimator's
+   internal units (centred on the mean, divided by a power of two when its
+   magnitude is extreme, :func:`~robustclust._estimators.base.power_of_two_scale`),
+   then persists it once;
+2. finds the initial centres: an explicit ``init`` array as given; otherwise
+   the in-memory estimator (same parameters, its own restarts and robust
+   start) is fitted on a uniform sample of :func:`sample_size` rows and its
+   centres start the fit on all the data;
+3. runs lambda selection of :mod:`robustclust._core.selection` (lambda given,
+   by count, or the default) on a :class:`~robustclust._core.dask_backend.DaskSolver`;
+4. stores the results: centres, lambda, counts, objective as numpy;
+   ``labels_``, ``memberships_``, ``outlier_mask_`` and ``outlier_norms_``
+   as lazy dask arrays built from the final parameters; ``outlier_indices_``
+   (global int64 row numbers) and ``outlier_rows_`` (the k x p outlier
+   vectors o_n) concrete.  ``outlier_vectors_`` (an N x p sparse matrix) is
+   None: it is never built.
+
+Nothing here imports dask at module level: :func:`is_dask` looks at the
+type's module only, so ``import robustclust`` and numpy fits never load it.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from . import base as _base  # base imports this module: names looked up at call time
+
+#: Rows of the uniform sample that seeds a fit without explicit ``init``:
+#: ``min(N, max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters))``.
+SAMPLE_MIN_ROWS = 10_000
+SAMPLE_ROWS_PER_CLUSTER = 500
+
+
+def is_dask(X):
+    """Whether X is a Dask collection (without importing dask)."""
+    module = type(X).__module__ or ""
+    return module.split(".")[0] in ("dask", "dask_expr")
+
+
+def sample_size(n_samples, n_clusters):
+    """Rows of the sample whose in-memory fit starts a Dask fit."""
+    return min(n_samples, max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters))
+
+
+# -- input --------------------------------------------------------------------------------
+def as_dask_array(X, estimator=None, reset=True):
+    """(dask array with one chunk across the columns, feature names or None)."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    names = None
+    if isinstance(X, dd.Series):
+        X = X.to_frame()
+    if isinstance(X, dd.DataFrame):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        numeric = [c for c, t in X.dtypes.items() if is_numeric_dtype(t) and not is_bool_dtype(t)]
+        if not numeric:
+            raise ValueError("The Dask DataFrame has no numeric columns to cluster.")
+        X = X[numeric]
+        names = np.asarray([str(c) for c in numeric], dtype=object)
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise TypeError(f"Expected a dask.array.Array or dask DataFrame, got {type(X).__name__}.")
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D array of shape (n_samples, n_features), got "
+                         f"{X.ndim} dimension(s); reshape your data.")
+    if any(math.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    kind = np.dtype(X.dtype).kind
+    if kind not in "biuf":
+        raise ValueError(f"X must be numeric (float64 or float32), got dtype {X.dtype}.")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"Found array with shape {X.shape}: at least one sample and one "
+                         "feature are required.")
+    X = X.rechunk({1: -1})
+    if estimator is not None and not reset:
+        check_is_fitted(estimator)
+        if X.shape[1] != estimator.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} "
+                             f"is expecting {estimator.n_features_in_} features as input.")
+    return X, names
+
+
+def _weights(sample_weight, X):
+    import dask.array as da
+
+    if sample_weight is None:
+        return da.ones(X.shape[0], chunks=(X.chunks[0],), dtype=np.float64)
+    if is_dask(sample_weight):
+        w = sample_weight.astype(np.float64)
+        if w.ndim != 1 or w.shape[0] != X.shape[0]:
+            raise ValueError(f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},)!")
+        return w.rechunk((X.chunks[0],))
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(X.shape[0], float(w))
+    if w.shape != (X.shape[0],):
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},)!")
+    return da.from_array(w, chunks=(X.chunks[0],))
+
+
+def internal_units(X, w):
+    """(X in internal units, persisted; w persisted; offset; scale), one reduction pass.
+
+    As :func:`robustclust._estimators.base.internal_units` for dense data:
+    centred on the mean, divided by a power of two when its magnitude is
+    extreme.  (The in-memory path's switch to the median when a few huge
+    values dominate the mean is not made here: such data are refused.)
+    """
+    import dask
+    import dask.array as da
+
+    float32 = X.dtype == np.float32
+    mean, high, low, finite, wmin = dask.compute(
+        X.mean(axis=0, dtype=np.float64), X.max(axis=0), X.min(axis=0),
+        da.isfinite(X).all(), w.min())
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity.")
+    if not np.isfinite(wmin) or wmin < 0:
+        raise ValueError("sample_weight must be finite and non-negative.")
+    offset = mean.astype(X.dtype)
+    top = float(np.max(np.maximum(high - offset, offset - low)))
+    step = max(1, X.shape[0] // 1000)
+    sample = np.abs(np.asarray(X[::step].compute()) - offset)
+    spread = np.median(sample, axis=0)
+    if np.any(np.abs(mean - np.median(np.asarray(X[::step].compute()), axis=0))
+              > 2.0**20 * np.where(spread > 0, spread, np.maximum(sample.max(axis=0), 1.0))):
+        raise ValueError("A few values dominate the mean of X (they are 2^20 spreads away "
+                         "from the rest): remove or rescale them before a Dask fit.")
+    scale = _base.power_of_two_scale(top, _base._typical(sample), float32)
+    Xi = X - offset
+    if scale != 1.0:
+        Xi = _base._divide(Xi, scale)
+    Xi, w = dask.persist(Xi.astype(X.dtype), w)
+    return Xi, w, offset, scale
+
+
+# -- fit ------------------------------------------------------------------------------------
+def _check_supported(estimator):
+    from .kmeans import RobustKMeans
+
+    if not isinstance(estimator, RobustKMeans):
+        raise TypeError(f"{type(estimator).__name__} does not fit Dask arrays yet; "
+                        "RobustKMeans does (or compute the data to numpy first).")
+    if estimator.penalty != "group":
+        raise ValueError("penalty='elementwise' is not supported on Dask arrays; use "
+                         "penalty='group' or compute the data to numpy first.")
+
+
+def _sample_start(estimator, X, w, target, rng):
+    """Initial centres (user units): the in-memory estimator fitted on a uniform sample."""
+    n = X.shape[0]
+    m = sample_size(n, estimator.n_clusters)
+    if m >= n:
+        index = np.arange(n)
+    elif m > n // 2:
+        index = np.sort(rng.choice(n, m, replace=False))
+    else:
+        index = np.unique(rng.randint(0, n, size=m + m // 4 + 16))
+        while index.shape[0] < m:
+            index = np.unique(np.concatenate([index, rng.randint(0, n, size=m)]))
+        index = np.sort(rng.choice(index, m, replace=False))
+    import dask
+
+    rows, weights = dask.compute(X[index], w[index])
+    sub = clone(estimator)
+    params = {"random_state": rng.randint(np.iinfo(np.int32).max), "verbose": 0}
+    if target is not None and isinstance(estimator.n_outliers, (int, np.integer)):
+        params["n_outliers"] = int(round(target * m / n))
+    sub.set_params(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sub.fit(np.asarray(rows), sample_weight=np.asarray(weights))
+    return sub.cluster_centers_
+
+
+def _default_eps(Xi, w):
+    """1e-3 times the root-mean-square distance to the weighted mean (as ``default_eps``)."""
+    import dask
+
+    wsum, wx, wxx = dask.compute(w.sum(), (w[:, None] * Xi).sum(axis=0, dtype=np.float64),
+                                 (w[:, None] * Xi * Xi).sum(axis=0, dtype=np.float64))
+    mean = wx / wsum
+    total_var = max(float(wxx.sum() / wsum - mean @ mean), 0.0)
+    return 1e-3 * math.sqrt(total_var) if total_var > 0 else 1e-3
+
+
+def fit_dask(estimator, X, sample_weight=None):
+    """Fit ``estimator`` (RobustKMeans) on a Dask array or DataFrame; returns it."""
+    from .._core.dask_backend import DaskSolver
+    from .._core.penalties import make_penalty
+    from .._core.selection import fit_lambda
+
+    _check_supported(estimator)
+    X, names = as_dask_array(X)
+    w = _weights(sample_weight, X)
+    n, p = X.shape
+    target = _base.check_outlier_params(estimator, n, estimator.n_clusters)
+    estimator._check_init(X)
+    Xi, w, offset, scale = internal_units(X, w)
+    estimator._offset, estimator._scale = offset, scale
+    estimator.n_features_in_ = p
+    if names is not None:
+        estimator.feature_names_in_ = names
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    if estimator.eps is not None:
+        eps = float(estimator.eps) / scale
+    else:
+        eps = _default_eps(Xi, w) if estimator.weighted else None
+    estimator._eps = eps
+    model = estimator._make_model(None)
+    penalty = make_penalty(estimator.penalty)
+    log_penalty = make_penalty(estimator.penalty, True, eps)
+    rng = check_random_state(estimator.random_state)
+    if isinstance(estimator.init, str):
+        init = _sample_start(estimator, X, w, target, rng)
+    else:
+        init = np.asarray(estimator.init, dtype=np.float64)
+    inits = [((init - np.asarray(offset, dtype=np.float64)) / scale).astype(X.dtype)]
+    solver = DaskSolver(Xi, w, model, penalty, log_penalty, count_target=target,
+                        max_iter=estimator.max_iter, tol=estimator.tol,
+                        verbose=estimator.verbose)
+    lam_given = None if estimator.lam is None else float(estimator.lam) / scale
+    if target is not None or lam_given is not None:
+        lam, lam_unweighted, state = fit_lambda(solver, inits, lam=lam_given, target=target,
+                                                weighted=estimator.weighted, lambda_unit=scale)
+    else:
+        lam, lam_unweighted, state = _default_fit(solver, inits, estimator.weighted)
+    _store(estimator, solver, state, lam, lam_unweighted, offset, scale)
+    estimator._dask_solver_passes = solver.passes
+    return estimator
+
+
+def _default_fit(solver, inits, weighted):
+    """The default lambda of :func:`selection.fit_lambda`, with the count target the
+    weighted tuning needs set on the solver."""
+    from .._core.selection import best_of, kmeans_solution, tune_weighted
+
+    start = kmeans_solution(solver, inits)
+    lam = solver.default_lambda(start)
+    runs = [solver.run(start, lam)] + [solver.run(solver.init_state(c, lam), lam)
+                                       for c in inits]
+    best = best_of(runs, key=lambda st: st.objective)
+    lam = solver.default_lambda(best)
+    state = solver.run(best, lam)
+    if not weighted:
+        return lam, lam, state
+    solver.count_target = state.n_outliers
+    lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
+    return lam_w, lam, state_w
+
+
+def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
+    """Fitted attributes: small ones numpy, per-point ones lazy dask arrays."""
+    import dask.array as da
+
+    from .._core.geometry import LinearGeometry
+    from .._core.state import Outliers
+
+    dtype = np.dtype(solver.dtype)
+    n, p = solver.n_samples, solver.dim
+    flagged = state.flagged
+    index = flagged.index.astype(np.int64)
+    estimator.cluster_centers_ = (np.asarray(state.centers, dtype=np.float64) * scale
+                                  + offset).astype(dtype)
+    estimator.lambda_ = float(lam) * scale
+    estimator.unweighted_lambda_ = float(lam_unweighted) * scale
+    estimator.n_outliers_ = int(index.shape[0])
+    estimator.outlier_indices_ = index
+    unit = scale * scale
+    estimator.objective_ = _user_objective(state.objective, unit)
+    estimator.objective_history_ = np.array([_user_objective(v, unit) for v in state.history],
+                                            dtype=np.float64)
+    estimator.n_iter_ = int(state.n_iter)
+    estimator.converged_ = bool(state.converged)
+    estimator.eps_ = None if estimator._eps is None else estimator._eps * scale
+    estimator._n_features_out = estimator.n_clusters
+    # the k outlier vectors o_n = s_n (x_n - sum_c w_nc m_c), concrete
+    if index.shape[0]:
+        rows = np.asarray(solver.X[index].compute())
+        local = Outliers(np.arange(index.shape[0]), shrink=flagged.shrink,
+                         weights=flagged.weights, sizes=flagged.sizes)
+        o = LinearGeometry(rows).outlier_rows(local, state.centers) * scale
+    else:
+        o = np.zeros((0, p))
+    estimator.outlier_rows_ = o.astype(dtype)
+    estimator.outlier_vectors_ = None
+    # lazy per-point attributes, from the final parameters
+    estimator.labels_ = solver.block_map(state, "labels", np.intp)
+    estimator.memberships_ = solver.block_map(state, "memberships", dtype)
+    chunks = (solver.X.chunks[0],)
+    starts = da.from_array(np.concatenate([[0], np.cumsum(chunks[0])[:-1]]).astype(np.int64),
+                           chunks=1)
+    norms = (flagged.sizes * scale).astype(dtype)
+    estimator.outlier_mask_ = da.map_blocks(_mask_block, starts, index, chunks=chunks,
+                                            dtype=bool)
+    estimator.outlier_norms_ = da.map_blocks(_norms_block, starts, index, norms, chunks=chunks,
+                                             dtype=dtype)
+
+
+def _user_objective(value, unit):
+    value = float(value)
+    if value == 0.0 or math.isinf(value):
+        return value
+    return value * unit
+
+
+def _mask_block(start, index, block_info=None):
+    loc = block_info[None]["array-location"][0]
+    mask = np.zeros(loc[1] - loc[0], dtype=bool)
+    lo, hi = np.searchsorted(index, loc)
+    mask[index[lo:hi] - loc[0]] = True
+    return mask
+
+
+def _norms_block(start, index, norms, block_info=None):
+    loc = block_info[None]["array-location"][0]
+    out = np.zeros(loc[1] - loc[0], dtype=norms.dtype)
+    lo, hi = np.searchsorted(index, loc)
+    out[index[lo:hi] - loc[0]] = norms[lo:hi]
+    return out
+
+
+# -- new points -------------------------------------------------------------------------------
+def _numpy_twin(estimator):
+    """A copy of the fitted estimator holding only what predicting needs (numpy)."""
+    state = {k: v for k, v in estimator.fitted_state().items() if k != "feature_names_in_"}
+    return type(estimator).from_fitted_state(estimator.get_params(), state)
+
+
+def _apply(X, twin, method):
+    return getattr(twin, method)(np.asarray(X))
+
+
+def _score_block(X, w, twin):
+    return twin.score(np.asarray(X), sample_weight=np.asarray(w))
+
+
+def predict_dask(estimator, X, method="predict"):
+    """``method`` (predict, outlier_norms, transform) of new points, as a lazy dask array.
+
+    Each block is handled by the in-memory estimator's own method with the
+    fitted parameters (points are independent given them).
+    """
+    X, _ = as_dask_array(X, estimator, reset=False)
+    twin = _numpy_twin(estimator)
+    if method == "transform":
+        return X.map_blocks(_apply, twin, method, dtype=np.float64,
+                            chunks=(X.chunks[0], (estimator.n_clusters,)))
+    dtype = np.intp if method == "predict" else X.dtype
+    return X.map_blocks(_apply, twin, method, dtype=dtype, drop_axis=1)
+
+
+def score_dask(estimator, X, sample_weight=None):
+    """Opposite of the cost of new points (a float), summed over the blocks."""
+    import dask
+
+    X, _ = as_dask_array(X, estimator, reset=False)
+    w = _weights(sample_weight, X)
+    twin = _numpy_twin(estimator)
+    parts = [dask.delayed(_score_block)(xb, wb, twin)
+             for xb, wb in zip(X.to_delayed()[:, 0], w.to_delayed())]
+    return float(np.sum(dask.compute(*parts)))

@@ -1,0 +1,313 @@
+"""Dask input: the same answers as in memory, whatever the chunking, on a LocalCluster.
+
+The fixtures run a ``distributed.LocalCluster`` of 2 workers x 1 thread
+(threads in this process; one slow test uses processes and kills a worker
+mid-fit).  Every test has a timeout: a fit must never hang.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+from robustclust import KernelRobustKMeans, RobustKMeans  # noqa: E402
+from robustclust import _progress  # noqa: E402
+from robustclust._core import dask_backend  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+N_CLUSTERS = 4
+
+
+def _data(n_per_cluster=400, n_outliers=60, p=3, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    means = np.array([[-4.0, -4.0, 0.0], [4.0, -4.0, 1.0], [-4.0, 4.0, -1.0], [4.0, 4.0, 0.5]])
+    means = np.hstack([means, np.zeros((4, max(0, p - 3)))])[:, :p]
+    X = np.vstack([m + rng.normal(size=(n_per_cluster, p)) for m in means])
+    out = rng.uniform(-14, 14, size=(4 * n_outliers, p))
+    far = np.min(((out[:, None, :] - means[None]) ** 2).sum(-1), axis=1) > 7.0**2
+    X = np.vstack([X, out[far][:n_outliers]])
+    X = X[rng.permutation(len(X))] + 100.0  # off the origin: centring matters
+    return X.astype(dtype)
+
+
+def _init(X, seed=1):
+    rng = np.random.default_rng(seed)
+    return X[rng.choice(len(X), N_CLUSTERS, replace=False)]
+
+
+def _blocks(X, n_blocks):
+    return da.from_array(X, chunks=(int(np.ceil(len(X) / n_blocks)), -1))
+
+
+def _assert_same_fit(m, ref, centre_tol=1e-10):
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    np.testing.assert_array_equal(m.labels_.compute(), ref.labels_)
+    np.testing.assert_allclose(m.cluster_centers_, ref.cluster_centers_, rtol=0, atol=centre_tol)
+    assert m.n_iter_ == ref.n_iter_
+    assert m.n_outliers_ == ref.n_outliers_
+    assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
+    assert m.objective_ == pytest.approx(ref.objective_, rel=1e-10)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+# -- the core never loads dask ----------------------------------------------------------------
+def test_import_and_numpy_fit_do_not_import_dask():
+    code = ("import sys, numpy as np\n"
+            "import robustclust\n"
+            "X = np.random.default_rng(0).normal(size=(200, 2))\n"
+            "m = robustclust.RobustKMeans(3, n_outliers=4, n_init=2, random_state=0).fit(X)\n"
+            "m.predict(X)\n"
+            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('dask', 'distributed')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+# -- the threaded scheduler (no client) -------------------------------------------------------
+def test_threaded_scheduler_same_answer_as_in_memory():
+    X = _data()
+    init = _init(X)
+    ref = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(X)
+    with dask.config.set(scheduler="threads"):
+        m = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(_blocks(X, 5))
+        _assert_same_fit(m, ref)
+
+
+# -- the same answers as in memory --------------------------------------------------------------
+CASES = {
+    "hard": dict(lam=4.0),
+    "soft": dict(lam=4.0, q=1.5),
+    "weighted": dict(lam=4.0, weighted=True),
+    "hard-count": dict(n_outliers=60),
+    "weighted-count": dict(n_outliers=60, weighted=True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_answers_as_in_memory_from_the_same_start(client, case):
+    X = _data()
+    init = _init(X)
+    kw = CASES[case]
+    ref = RobustKMeans(N_CLUSTERS, init=init, n_init=1, **kw).fit(X)
+    m = RobustKMeans(N_CLUSTERS, init=init, n_init=1, **kw).fit(_blocks(X, 7))
+    _assert_same_fit(m, ref)
+    if "n_outliers" in kw:
+        assert m.n_outliers_ == kw["n_outliers"]
+    if "q" in kw:
+        np.testing.assert_allclose(m.memberships_.compute(), ref.memberships_, rtol=0,
+                                   atol=1e-10)
+
+
+def test_sample_weight_same_answer_as_in_memory(client):
+    X = _data(seed=3)
+    w = np.random.default_rng(4).uniform(0.2, 3.0, size=len(X))
+    init = _init(X, seed=5)
+    ref = RobustKMeans(N_CLUSTERS, n_outliers=50, init=init, n_init=1).fit(X, sample_weight=w)
+    m = RobustKMeans(N_CLUSTERS, n_outliers=50, init=init, n_init=1).fit(
+        _blocks(X, 6), sample_weight=da.from_array(w, chunks=500))
+    _assert_same_fit(m, ref)
+
+
+def test_default_lambda_same_as_in_memory(client):
+    X = _data(seed=6)
+    init = _init(X, seed=7)
+    ref = RobustKMeans(N_CLUSTERS, init=init, n_init=1).fit(X)
+    m = RobustKMeans(N_CLUSTERS, init=init, n_init=1).fit(_blocks(X, 4))
+    _assert_same_fit(m, ref)
+
+
+@pytest.mark.parametrize("kw", [dict(lam=4.0),
+                                pytest.param(dict(n_outliers=60), marks=pytest.mark.slow),
+                                pytest.param(dict(lam=4.0, q=1.5), marks=pytest.mark.slow)],
+                         ids=["lam", "count", "soft"])
+def test_chunking_does_not_change_the_answer(client, kw):
+    X = _data(seed=8)
+    init = _init(X, seed=9)
+    fits = [RobustKMeans(N_CLUSTERS, init=init, n_init=1, **kw).fit(_blocks(X, nb))
+            for nb in (1, 7, 64)]
+    first = fits[0]
+    for other in fits[1:]:
+        np.testing.assert_array_equal(other.outlier_indices_, first.outlier_indices_)
+        np.testing.assert_array_equal(other.labels_.compute(), first.labels_.compute())
+        np.testing.assert_allclose(other.cluster_centers_, first.cluster_centers_, rtol=0,
+                                   atol=1e-10)
+        assert other.n_iter_ == first.n_iter_
+
+
+def test_float32_same_outliers_and_labels(client):
+    X = _data(seed=10).astype(np.float32)
+    init = _init(X, seed=11)
+    ref = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(X)
+    m = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(_blocks(X, 7))
+    assert m.cluster_centers_.dtype == np.float32
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    np.testing.assert_array_equal(m.labels_.compute(), ref.labels_)
+    # the offsets are float32 means summed in different orders: float32 rounding
+    np.testing.assert_allclose(m.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-4)
+
+
+# -- results ------------------------------------------------------------------------------------
+def test_fitted_attributes_and_new_points(client):
+    X = _data(seed=12)
+    init = _init(X, seed=13)
+    ref = RobustKMeans(N_CLUSTERS, n_outliers=40, init=init, n_init=1).fit(X)
+    Xd = _blocks(X, 5)
+    m = RobustKMeans(N_CLUSTERS, n_outliers=40, init=init, n_init=1).fit(Xd)
+    for name in ("labels_", "outlier_mask_", "outlier_norms_", "memberships_"):
+        assert isinstance(getattr(m, name), da.Array), name
+    assert isinstance(m.outlier_indices_, np.ndarray) and m.outlier_indices_.dtype == np.int64
+    assert isinstance(m.cluster_centers_, np.ndarray)
+    assert m.outlier_vectors_ is None
+    np.testing.assert_array_equal(m.outlier_mask_.compute(), ref.outlier_mask_)
+    np.testing.assert_allclose(m.outlier_norms_.compute(), ref.outlier_norms_, rtol=0,
+                               atol=1e-9)
+    np.testing.assert_allclose(m.outlier_rows_, ref.outlier_vectors_[ref.outlier_indices_]
+                               .toarray(), rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(m.memberships_.compute(), ref.memberships_)
+    new = _data(n_per_cluster=100, n_outliers=30, seed=14)
+    pred = m.predict(_blocks(new, 3))
+    assert isinstance(pred, da.Array)
+    np.testing.assert_array_equal(pred.compute(), ref.predict(new))
+    norms = m.outlier_norms(_blocks(new, 3))
+    assert isinstance(norms, da.Array)
+    np.testing.assert_allclose(norms.compute(), ref.outlier_norms(new), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.transform(_blocks(new, 3)).compute(), ref.transform(new),
+                               rtol=0, atol=1e-9)
+    assert m.score(_blocks(new, 3)) == pytest.approx(ref.score(new), rel=1e-10)
+    assert isinstance(m.fit_predict(Xd), da.Array)
+
+
+def test_dask_dataframe_numeric_columns(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X = _data(seed=15)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["name"] = "x"
+    init = _init(X, seed=16)
+    ref = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(X)
+    m = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1).fit(
+        dd.from_pandas(frame, npartitions=4))
+    np.testing.assert_array_equal(m.feature_names_in_, ["a", "b", "c"])
+    _assert_same_fit(m, ref)
+
+
+def test_sampled_start_flags_the_planted_outliers(client):
+    X = _data(n_per_cluster=3000, n_outliers=100, seed=17)
+    m = RobustKMeans(N_CLUSTERS, n_outliers=100, random_state=0).fit(_blocks(X, 8))
+    ref = RobustKMeans(N_CLUSTERS, n_outliers=100, random_state=0).fit(X)
+    assert m.n_outliers_ == 100
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    # another start, the same fixed point: equal to the stopping rule's tolerance
+    np.testing.assert_allclose(np.sort(m.cluster_centers_, axis=0),
+                               np.sort(ref.cluster_centers_, axis=0), rtol=0, atol=1e-3)
+
+
+def test_weighted_median_is_exact(client, monkeypatch):
+    """The histogram refinement of the default lambda's median equals numpy's."""
+    monkeypatch.setattr(dask_backend, "QUANTILE_GATHER", 40)
+    monkeypatch.setattr(dask_backend, "QUANTILE_BINS", 8)
+    X = _data(seed=18)
+    X[:300] = X[300]  # ties
+    w = np.random.default_rng(19).uniform(0.1, 2.0, size=len(X))
+    init = _init(X, seed=20)
+    m = RobustKMeans(N_CLUSTERS, lam=np.inf, init=init, n_init=1).fit(X, sample_weight=w)
+    from robustclust._core.dask_backend import DaskSolver, weighted_quantile
+    from robustclust._core.models import KMeansModel
+    from robustclust._core.penalties import make_penalty
+
+    solver = DaskSolver(_blocks(X, 7), da.from_array(w, chunks=((len(X) + 6) // 7,)),
+                        KMeansModel(N_CLUSTERS), make_penalty("group"))
+    state = solver.init_state(m.cluster_centers_)
+    d2 = ((X[:, None, :] - m.cluster_centers_[None]) ** 2).sum(-1).min(1)
+    for q in (0.5, 0.1, 0.9):
+        got = weighted_quantile(solver, state, q)
+        want = np.quantile(d2, q, weights=w, method="inverted_cdf")
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert solver.passes > 4  # the refinement ran
+
+
+# -- the scheduler ---------------------------------------------------------------------------------
+def _n_tasks(client):
+    return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+
+def test_task_table_does_not_grow_with_iterations(client):
+    X = _data(seed=21)
+    Xd = _blocks(X, 6).persist()
+    init = _init(X, seed=22)
+    counts = []
+    models = []
+    for iters in (5, 50):
+        m = RobustKMeans(N_CLUSTERS, lam=4.0, init=init, n_init=1, tol=0.0,
+                         max_iter=iters).fit(Xd)
+        models.append(m)
+        assert m.n_iter_ == iters
+        counts.append(_n_tasks(client))
+    assert counts[1] - counts[0] <= 2 * Xd.numblocks[0] + 4, counts
+
+
+# -- bad input ------------------------------------------------------------------------------------
+def test_bad_input_gets_clear_errors(client):
+    X = _data(seed=23)
+    bad = X.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        RobustKMeans(N_CLUSTERS, lam=4.0).fit(_blocks(bad, 3))
+    with pytest.raises(ValueError, match="2-D"):
+        RobustKMeans(N_CLUSTERS, lam=4.0).fit(da.from_array(X[:, 0], chunks=100))
+    with pytest.raises(ValueError, match="elementwise"):
+        RobustKMeans(N_CLUSTERS, lam=4.0, penalty="elementwise").fit(_blocks(X, 3))
+    with pytest.raises(TypeError, match="does not fit Dask arrays"):
+        KernelRobustKMeans(N_CLUSTERS, lam=4.0).fit(_blocks(X, 3))
+    with pytest.raises(ValueError, match="sample_weight"):
+        RobustKMeans(N_CLUSTERS, lam=4.0).fit(_blocks(X, 3), sample_weight=-np.ones(len(X)))
+    m = RobustKMeans(N_CLUSTERS, lam=4.0, init=_init(X), n_init=1).fit(_blocks(X, 3))
+    with pytest.raises(ValueError, match="features"):
+        m.predict(da.from_array(X[:, :2], chunks=100))
+
+
+# -- processes, and a worker killed mid-fit ---------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_worker_killed_mid_fit_same_answer():
+    X = _data(seed=24)
+    init = _init(X, seed=25)
+    kw = dict(n_outliers=60, init=init, n_init=1)
+    ref = RobustKMeans(N_CLUSTERS, **kw).fit(X)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        m = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 6))
+        _assert_same_fit(m, ref)
+        pids = c.run(os.getpid)
+        victim = pids[sorted(pids)[0]]
+        killed = threading.Event()
+        seen = [0]
+
+        def kill_once():
+            seen[0] += 1
+            if seen[0] == 4 and not killed.is_set():
+                killed.set()
+                os.kill(victim, signal.SIGKILL)
+
+        with _progress.listen(kill_once):
+            m2 = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 6))
+        assert killed.is_set()
+        _assert_same_fit(m2, ref)
