@@ -446,6 +446,11 @@ class DaskSolver:
         results = self._pass(prev=self._prev(state), lambda_max=True)
         return self.penalty.lambda_max(max(r["residual_max"] for r in results))
 
+    def count_hint(self, s):
+        """Gather the top ``s`` + 1 critical lambdas from now on (the default lambda's
+        weighted stage asks for the count the unweighted one reached)."""
+        self.count_target = s
+
     def critical_lambdas(self, state, weighted=False):
         """The top ``count_target`` + 1 critical lambdas, decreasing (per-block top-k, merged).
 

@@ -371,5 +371,6 @@ def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0):
     state = solver.run(best, lam)
     if not weighted:
         return lam, lam, state
+    solver.count_hint(state.n_outliers)
     lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
     return lam_w, lam, state_w

@@ -76,6 +76,13 @@ class Solver:
         self.tol = tol
         self.verbose = verbose
 
+    def count_hint(self, s):
+        """The count that the next ``critical_lambdas`` calls are read for.
+
+        A solver that gathers only the top s + 1 critical lambdas (the Dask
+        solver) needs it; this one computes them all and ignores it.
+        """
+
     @property
     def zero_lambda_ok(self):
         return self.model.zero_lambda_ok

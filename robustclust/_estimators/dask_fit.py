@@ -235,33 +235,11 @@ def fit_dask(estimator, X, sample_weight=None):
                         max_iter=estimator.max_iter, tol=estimator.tol,
                         verbose=estimator.verbose)
     lam_given = None if estimator.lam is None else float(estimator.lam) / scale
-    if target is not None or lam_given is not None:
-        lam, lam_unweighted, state = fit_lambda(solver, inits, lam=lam_given, target=target,
-                                                weighted=estimator.weighted, lambda_unit=scale)
-    else:
-        lam, lam_unweighted, state = _default_fit(solver, inits, estimator.weighted)
+    lam, lam_unweighted, state = fit_lambda(solver, inits, lam=lam_given, target=target,
+                                            weighted=estimator.weighted, lambda_unit=scale)
     _store(estimator, solver, state, lam, lam_unweighted, offset, scale)
     estimator._dask_solver_passes = solver.passes
     return estimator
-
-
-def _default_fit(solver, inits, weighted):
-    """The default lambda of :func:`selection.fit_lambda`, with the count target the
-    weighted tuning needs set on the solver."""
-    from .._core.selection import best_of, kmeans_solution, tune_weighted
-
-    start = kmeans_solution(solver, inits)
-    lam = solver.default_lambda(start)
-    runs = [solver.run(start, lam)] + [solver.run(solver.init_state(c, lam), lam)
-                                       for c in inits]
-    best = best_of(runs, key=lambda st: st.objective)
-    lam = solver.default_lambda(best)
-    state = solver.run(best, lam)
-    if not weighted:
-        return lam, lam, state
-    solver.count_target = state.n_outliers
-    lam_w, state_w = tune_weighted(solver, state, lam, state.n_outliers)
-    return lam_w, lam, state_w
 
 
 def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
