@@ -36,6 +36,7 @@ from .._core.models import KMeansModel, MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
+from .._core.starts import KernelSpace, robust_start, trim_count
 from .base import RobustEstimator, internal_units, state_from
 from .kernels import (
     EXPLICIT_FEATURES,
@@ -209,6 +210,9 @@ class _KernelEstimator(RobustEstimator):
             labels = KMeans(C, n_init=10, random_state=rng.randint(np.iinfo(np.int32).max)).fit(
                 self._embedding).labels_
             return coefficients_from_labels(labels, C, sample_weight)
+        if self.init == "robust":
+            space = KernelSpace(geometry.K, geometry.sq_norms)
+            return robust_start(space, C, sample_weight, trim_count(self.n_outliers, n, C), rng)
         if self.init == "k-means++":
             idx = kmeans_plusplus_indices(geometry.sq_norms, geometry.K, C, sample_weight, rng)
         else:  # random distinct points
@@ -410,13 +414,13 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     _parameter_constraints: dict = {
         **RobustKMeans._parameter_constraints,
         **KERNEL_CONSTRAINTS,
-        "init": [StrOptions({"k-means++", "random", "spectral"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "random", "spectral"}), "array-like"],
     }
     _parameter_constraints.pop("penalty")
 
     def __init__(self, n_clusters=8, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                  lam=None, n_outliers=None, q=1.0, weighted=False, eps=None,
-                 init="k-means++", n_init=10, max_iter=300, tol=1e-6, psd_shift=False,
+                 init="robust", n_init=10, max_iter=300, tol=1e-6, psd_shift=False,
                  approximation=None, n_landmarks=100, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.kernel = kernel
@@ -439,7 +443,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         self.verbose = verbose
 
     def _linear_model(self):
-        init = self.init if self.init in ("k-means++", "random") else "k-means++"
+        init = self.init if self.init in ("robust", "k-means++", "random") else "robust"
         return RobustKMeans(self.n_clusters, lam=self.lam, n_outliers=self.n_outliers, q=self.q,
                             weighted=self.weighted, eps=self.eps, init=init,
                             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
@@ -625,13 +629,13 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     _parameter_constraints: dict = {
         **RobustGaussianMixture._parameter_constraints,
         **KERNEL_CONSTRAINTS,
-        "init": [StrOptions({"robust-kmeans", "k-means++", "random", "spectral"}),
+        "init": [StrOptions({"robust", "robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
     }
     _parameter_constraints.pop("covariance_type")
 
     def __init__(self, n_components=1, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 lam=None, n_outliers=None, weighted=False, eps=None, init="robust-kmeans",
+                 lam=None, n_outliers=None, weighted=False, eps=None, init="robust",
                  n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, psd_shift=False,
                  approximation=None, n_landmarks=100, random_state=None, verbose=0):
         self.n_components = n_components
@@ -694,20 +698,20 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         return [self._initial_params(solver.geometry, rng) for _ in range(self._n_init)]
 
     def _initial_params(self, geometry, rng):
-        if not isinstance(self.init, str) or self.init != "robust-kmeans":
+        if not isinstance(self.init, str) or self.init not in ("robust", "robust-kmeans"):
             ones = np.ones(geometry.n_samples)
             return self._initial_coefficients(geometry, ones, rng), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OutlierCountWarning)
             krkm = KernelRobustKMeans(
                 self.n_components, kernel="precomputed", n_outliers=self.n_outliers,
-                init="k-means++", n_init=1,
+                init="robust" if self.init == "robust" else "k-means++", n_init=1,
                 random_state=rng.randint(np.iinfo(np.int32).max)).fit(geometry.K)
         return krkm.dual_coef_.T, krkm.outlier_mask_
 
     def _linear_model(self):
-        init = self.init if self.init in ("k-means++", "random", "robust-kmeans") \
-            else "robust-kmeans"
+        init = self.init if self.init in ("robust", "k-means++", "random", "robust-kmeans") \
+            else "robust"
         return RobustGaussianMixture(
             self.n_components, lam=self.lam, n_outliers=self.n_outliers,
             covariance_type="spherical", weighted=self.weighted, eps=self.eps, init=init,

@@ -158,7 +158,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "covariance_type": [StrOptions({"spherical", "diag", "full"})],
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"k-means++", "random", "robust-kmeans"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "random", "robust-kmeans"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -168,7 +168,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     }
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
-                 covariance_type="spherical", weighted=False, eps=None, init="robust-kmeans",
+                 covariance_type="spherical", weighted=False, eps=None, init="robust",
                  n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, random_state=None,
                  verbose=0):
         self.n_components = n_components
@@ -269,7 +269,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         with warnings.catch_warnings():
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
-            rkm = RobustKMeans(C, n_outliers=self.n_outliers, n_init=1,
+            seeding = "robust" if self.init == "robust" else "k-means++"
+            rkm = RobustKMeans(C, n_outliers=self.n_outliers, init=seeding, n_init=1,
                                random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
         return rkm.cluster_centers_, rkm.outlier_mask_
 
