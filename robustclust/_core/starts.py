@@ -30,7 +30,8 @@ cannot capture, once, for every estimator (linear and kernel geometries):
 3. **Several cheap starts**: ``N_SEEDINGS`` seedings, each followed by
    ``SCREEN_STEPS`` concentration steps; the one with the smallest trimmed
    potential is concentrated until its kept set settles (at most
-   ``MAX_STEPS`` steps) and returned.
+   ``MAX_STEPS`` steps) and returned, its centres in the order in which
+   their clusters first appear among the points.
 
 ``n_trim`` is the requested outlier count s when the estimator has one,
 otherwise ``ceil(DEFAULT_TRIM_FRACTION * N)`` (see :func:`trim_count`); it
@@ -243,4 +244,17 @@ def robust_start(space, n_clusters, sample_weight, n_trim, rng, n_seedings=N_SEE
         if best is None or potential < best[1]:
             best = (centres, potential)
     centres, _, _ = concentrate(space, best[0], sample_weight, n_trim, MAX_STEPS)
-    return centres
+    return centres[_first_appearance_order(space.centre_distances(centres))]
+
+
+def _first_appearance_order(D):
+    """Centres ordered by the first point nearest to each (centres nearest to none last).
+
+    Starts that reach the same partition then give the same labels, so that
+    restarts do not differ only by a permutation (a tie the restart
+    comparison would break by rounding).
+    """
+    labels = np.argmin(D, axis=0)
+    first = np.full(D.shape[0], D.shape[1])
+    np.minimum.at(first, labels, np.arange(D.shape[1]))
+    return np.argsort(first, kind="stable")
