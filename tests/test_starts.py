@@ -279,16 +279,19 @@ def test_tiny_and_duplicated_data(X, k):
 def test_kernel_estimators_start_robustly(kernel):
     X, y = blobs()
     X = np.vstack([X, [1e3, 0.0, 0.0]])
-    for model in (KernelRobustKMeans(3, kernel=kernel, n_init=1, random_state=0),
-                  KernelRobustKMeans(3, kernel=kernel, n_outliers=1, n_init=1, random_state=0),
-                  KernelRobustGaussianMixture(3, kernel="linear", n_outliers=1, n_init=1,
-                                              random_state=0)):
+    for model in (KernelRobustKMeans(3, kernel=kernel, init="robust", n_init=1,
+                                     random_state=0),
+                  KernelRobustKMeans(3, kernel=kernel, init="robust", n_outliers=1, n_init=1,
+                                     random_state=0),
+                  KernelRobustGaussianMixture(3, kernel="linear", init="robust", n_outliers=1,
+                                              n_init=1, random_state=0)):
         model.fit(X)
         assert model.labels_[-1] == -1
         assert adjusted_rand_score(y, model.labels_[:-1]) == 1.0
 
 
-def test_the_start_is_the_default_everywhere():
-    for cls in (RobustKMeans, RobustGaussianMixture, KernelRobustKMeans,
-                KernelRobustGaussianMixture):
-        assert cls().init == "robust"
+def test_the_start_is_the_default_of_the_linear_estimators():
+    # the kernel estimators keep k-means++ (see KernelRobustKMeans's init)
+    assert RobustKMeans().init == RobustGaussianMixture().init == "robust"
+    assert KernelRobustKMeans().init == "k-means++"
+    assert KernelRobustGaussianMixture().init == "robust-kmeans"

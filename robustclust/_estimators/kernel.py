@@ -331,9 +331,19 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     lam, n_outliers, q, weighted, eps, n_init, max_iter, tol, random_state, verbose
         As in :class:`RobustKMeans` (group penalty; outlier sizes are
         feature-space norms ||o_n|| = ||alpha_n||_K, eq. (38)).
-    init : {"k-means++", "random", "spectral"} or array of shape (n_samples,), \
-            default="k-means++"
+    init : {"k-means++", "robust", "random", "spectral"} or array of shape \
+            (n_samples,), default="k-means++"
         ``"k-means++"``: k-means++ seeding with feature-space distances;
+        ``"robust"``: the robust start of :class:`RobustKMeans` with
+        feature-space distances (centres are means of kept points, so their
+        distances come from K).  It is not the default here: with the rbf
+        kernel feature-space distances are at most sqrt(2), so a far point
+        cannot dominate the D^2 sampling as it does in input space, and on
+        the two rings of :func:`~robustclust.datasets.make_rings_with_outliers`
+        (gamma = 0.2, 60 outliers) every robust start concentrates on the same
+        trimmed fixed point that cuts both rings (ARI 0.37, trimmed cost 139.2)
+        where 10 k-means++ starts find the rings (ARI 1.0, 137.8).  Use it
+        with the linear kernel, or with far outliers and a wide kernel;
         ``"random"``: distinct random points; ``"spectral"``: the spectral
         relaxation of kernel K-means, K-means on the unit-length rows of the
         top ``n_clusters`` eigenvectors of K (the eigenvectors are computed
@@ -420,7 +430,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
 
     def __init__(self, n_clusters=8, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                  lam=None, n_outliers=None, q=1.0, weighted=False, eps=None,
-                 init="robust", n_init=10, max_iter=300, tol=1e-6, psd_shift=False,
+                 init="k-means++", n_init=10, max_iter=300, tol=1e-6, psd_shift=False,
                  approximation=None, n_landmarks=100, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.kernel = kernel
@@ -443,7 +453,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         self.verbose = verbose
 
     def _linear_model(self):
-        init = self.init if self.init in ("robust", "k-means++", "random") else "robust"
+        init = self.init if self.init in ("robust", "k-means++", "random") else "k-means++"
         return RobustKMeans(self.n_clusters, lam=self.lam, n_outliers=self.n_outliers, q=self.q,
                             weighted=self.weighted, eps=self.eps, init=init,
                             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
@@ -586,12 +596,14 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         As in :class:`KernelRobustKMeans`.
     lam, n_outliers, weighted, eps, n_init, max_iter, tol, random_state, verbose
         As in :class:`RobustGaussianMixture` (lam = 0 is rejected).
-    init : {"robust-kmeans", "k-means++", "random", "spectral"} or array of \
-            shape (n_samples,), default="robust-kmeans"
+    init : {"robust-kmeans", "robust", "k-means++", "random", "spectral"} or \
+            array of shape (n_samples,), default="robust-kmeans"
         ``"robust-kmeans"``: a :class:`KernelRobustKMeans` fit (one start, the
-        same kernel and n_outliers); its centres start the means and its
-        outliers are left out of the initial variance.  The others as in
-        :class:`KernelRobustKMeans`.
+        same kernel and n_outliers) from k-means++ seeding, the default of
+        :class:`KernelRobustKMeans` (see there why the robust start is not);
+        its centres start the means and its outliers are left out of the
+        initial variance.  ``"robust"``: the same fit from its robust start.
+        The others as in :class:`KernelRobustKMeans`.
     reg_covar : float, default=1e-6
         Floor on sigma^2, relative to the mean squared feature-space distance
         to the mean divided by P.
@@ -635,7 +647,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     _parameter_constraints.pop("covariance_type")
 
     def __init__(self, n_components=1, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 lam=None, n_outliers=None, weighted=False, eps=None, init="robust",
+                 lam=None, n_outliers=None, weighted=False, eps=None, init="robust-kmeans",
                  n_init=10, max_iter=300, tol=1e-6, reg_covar=1e-6, psd_shift=False,
                  approximation=None, n_landmarks=100, random_state=None, verbose=0):
         self.n_components = n_components
@@ -711,7 +723,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
 
     def _linear_model(self):
         init = self.init if self.init in ("robust", "k-means++", "random", "robust-kmeans") \
-            else "robust"
+            else "robust-kmeans"
         return RobustGaussianMixture(
             self.n_components, lam=self.lam, n_outliers=self.n_outliers,
             covariance_type="spherical", weighted=self.weighted, eps=self.eps, init=init,

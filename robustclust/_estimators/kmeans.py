@@ -70,9 +70,20 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``"elementwise"``: rho(o) = ||o||_1 (Remark 2), single entries are
         outliers; the O-step soft-thresholds each entry of the residual at
         lam / 2.  A point is flagged when any of its entries is.
-    init : {"k-means++", "random"} or array of shape (n_clusters, n_features), \
-            default="k-means++"
-        ``"k-means++"``: scikit-learn's :func:`~sklearn.cluster.kmeans_plusplus`.
+    init : {"robust", "k-means++", "random"} or array of shape \
+            (n_clusters, n_features), default="robust"
+        ``"robust"``: a start that far, isolated points cannot capture
+        (:mod:`robustclust._core.starts`): k-means++-type seeding on all but
+        the t farthest points (D^2 sampling mixed with uniform sampling, each
+        centre the best of a few candidates by the trimmed potential), then
+        concentration steps of trimmed k-means (assign, keep the N - t
+        nearest points, move the centres to their means), from three cheap
+        starts, the best by the trimmed potential kept.  t is ``n_outliers``
+        when given, else 20% of N.  It is the default because k-means++
+        draws a far point as a centre almost surely, and that centre keeps a
+        cluster of its own while two real clusters merge.
+        ``"k-means++"``: scikit-learn's :func:`~sklearn.cluster.kmeans_plusplus`
+        (the default before the robust start; the paper's kind of start).
         ``"random"``: n_clusters distinct data points drawn at random (a
         random U in the simplex, as the paper suggests, makes soft K-means
         collapse all centres onto the grand mean).  An array: the initial

@@ -171,10 +171,11 @@ model_options = _options(
     click.option("--n-landmarks", type=click.IntRange(1, MAX_N_LANDMARKS), metavar="M",
                  help="Landmarks of --approximation nystroem (default: 100)."),
     click.option("--init", type=click.Choice(INITS),
-                 help="Initialisation (default: spectral for graph inputs, else robust). "
-                      "robust: trimmed k-means++ seeding and concentration steps, which "
-                      "far points cannot capture (--method gmm: a robust k-means fit from "
-                      "it); k-means++: scikit-learn's seeding; spectral: spectral "
+                 help="Initialisation (default: spectral for graph inputs; k-means++ "
+                      "with --kernel, robust-kmeans with --kernel and --method gmm; else "
+                      "robust). robust: trimmed k-means++ seeding and concentration steps, "
+                      "which far points cannot capture (--method gmm: a robust k-means fit "
+                      "from it); k-means++: scikit-learn's seeding; spectral: spectral "
                       "clustering of the kernel, for --kernel and graphs only; "
                       "robust-kmeans: a robust k-means fit from k-means++, for --method "
                       "gmm only."),
