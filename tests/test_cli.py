@@ -191,7 +191,7 @@ BAD = [
      "has one variance in feature space"),
     ("unknown init", ["fit", "blobs.csv", "-k", "2", "--init", "farthest"], 2,
      "robustclust fit: error: Invalid value for '--init': 'farthest' is not one of "
-     "'k-means++', 'random', 'spectral', 'robust-kmeans'."),
+     "'robust', 'k-means++', 'random', 'spectral', 'robust-kmeans'."),
     ("spectral init without kernel", ["fit", "blobs.csv", "-k", "2", "--init", "spectral"], 2,
      "robustclust fit: error: --init spectral applies to --kernel and graph inputs only"),
     ("robust-kmeans init without gmm", ["fit", "blobs.csv", "-k", "2", "--kernel", "rbf",
@@ -631,8 +631,9 @@ def test_fit_output_flags_exactly_the_rows_with_a_positive_score(tmp_path, monke
 
 def test_linear_kernel_gives_the_linear_models_results(fitted):
     where, proc = fitted  # fit blobs.csv -k 4 -s 40 (RobustKMeans)
-    kernel = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--kernel", "linear", "-o",
-                  "linear-kernel.csv", "--json", "--quiet"], where)
+    # the linear model's default start (the kernel estimators' default is k-means++)
+    kernel = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--kernel", "linear", "--init",
+                  "robust", "-o", "linear-kernel.csv", "--json", "--quiet"], where)
     assert kernel.returncode == 0, kernel.stderr
     plain, kern = pd.read_csv(where / "out.csv"), pd.read_csv(where / "linear-kernel.csv")
     pd.testing.assert_frame_equal(kern[["x", "y", "cluster", "is_outlier"]],

@@ -43,8 +43,6 @@ from robustclust.graph import normalized_adjacency_kernel
 
 _SCRIPT = Path(sys.executable).with_name("robustclust")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
-ROBUST_START = ("a huge value captures a centre of the k-means++ start: the robust start "
-                "of issue 14")
 #: The core's overflow warnings and OutlierCountWarning, expected while item 4 is open.
 QUIET_CORE = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                         "ignore::robustclust.OutlierCountWarning")
@@ -317,7 +315,6 @@ def test_4_weighted_soft_labels_are_invariant_to_the_scale(scale):
 
 
 @QUIET_CORE
-@pytest.mark.xfail(reason=ROBUST_START, strict=True)
 @pytest.mark.parametrize("value", [1e150, 1e160])
 def test_4_one_huge_value_is_the_top_outlier(value):
     X = blobs().copy()
@@ -334,7 +331,6 @@ def _huge_value_file(where, value):
     frame.to_csv(where / "huge.csv", index=False)
 
 
-@pytest.mark.xfail(reason=ROBUST_START, strict=True)
 @pytest.mark.parametrize("value", [1e150, 1e160])
 def test_4_a_huge_value_in_a_file_is_flagged_or_a_clear_error(tmp_path, value):
     _huge_value_file(tmp_path, value)
@@ -351,7 +347,6 @@ def test_4_a_huge_value_in_a_file_is_flagged_or_a_clear_error(tmp_path, value):
         assert err.count("\n") == 1 and listing(tmp_path) == ["huge.csv"]
 
 
-@pytest.mark.xfail(reason=ROBUST_START, strict=True)
 def test_4_a_huge_value_in_a_file_is_flagged(tmp_path):
     _huge_value_file(tmp_path, 1e160)
     status, out, err = invoke(["fit", "huge.csv", "-k", "4", "--json"], tmp_path)

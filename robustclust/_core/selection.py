@@ -121,8 +121,11 @@ def lambda_for_count(critical, s, zero_lambda_ok=True):
     A point is flagged iff lam is below its critical value, so the lams
     flagging s points lie in [c_(s+1), c_(s)) for the critical values sorted
     decreasing; the geometric midpoint is returned (half c_(s) when
-    c_(s+1) = 0).  None when s is 0 or all points (no finite interval) or
-    the two values tie.
+    c_(s+1) = 0), but at most 2 c_(s+1): each flagged point pulls its centre
+    with the force lam / 2 (the Huber step), so lam stays at the scale of the
+    kept points' distances; the midpoint of the interval of a point 10^6 away
+    would pull a centre off its cluster.  None when s is 0 or all points (no
+    finite interval) or the two values tie.
     """
     n = len(critical)
     if s <= 0 or s > n:
@@ -135,7 +138,7 @@ def lambda_for_count(critical, s, zero_lambda_ok=True):
     if not upper > lower:
         return None
     if lower > 0:
-        return math.sqrt(upper * lower)
+        return min(math.sqrt(upper * lower), 2.0 * lower)
     return 0.5 * upper
 
 
@@ -335,7 +338,8 @@ class OutlierCountWarning(UserWarning):
     """The requested number of outliers could not be flagged exactly."""
 
 
-def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0):
+def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0,
+               compare_trimmed=False):
     """The three ways an estimator's lam is set; returns (lam, unweighted_lam, state).
 
     * ``target`` (a count s): :func:`select_by_count`, with a warning when the
@@ -346,7 +350,11 @@ def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0):
       restarts at that lam, the default once more at the best run, a warm refit; with
       ``weighted`` the weighted lam is then tuned to flag as many points as
       the unweighted default does (running both at one lam makes the count
-      depend on the data's units).
+      depend on the data's units).  With ``compare_trimmed`` (the robust
+      start) the runs are compared by the l0 cost of eq. (3) at the largest
+      count any of them flags, not by their cost: the l1 penalty of a far
+      point grows with its distance, so that cost prefers a centre on it (the
+      lam = inf solution from the start) to flagging it.
 
     ``lambda_unit`` converts lam to the user's units in the warning.
     """
@@ -366,7 +374,11 @@ def fit_lambda(solver, inits, *, lam, target, weighted, lambda_unit=1.0):
     lam = solver.default_lambda(start)
     runs = [solver.run(start, lam)] + [solver.run(solver.init_state(c, lam), lam)
                                        for c in inits]
-    best = best_of(runs, key=lambda st: st.objective)
+    key = lambda st: st.objective  # noqa: E731
+    if compare_trimmed:  # the l0 cost of eq. (3) at the largest count flagged
+        trim = max(st.n_outliers for st in runs)
+        key = lambda st: solver.trimmed_cost(st, trim)  # noqa: E731
+    best = best_of(runs, key=key)
     lam = solver.default_lambda(best)
     state = solver.run(best, lam)
     if not weighted:

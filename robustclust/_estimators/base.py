@@ -349,7 +349,8 @@ class RobustEstimator(BaseEstimator):
         with solver.blas():
             lam, lam_unweighted, state = fit_lambda(
                 solver, problem.inits, lam=problem.lam, target=problem.target,
-                weighted=self.weighted, lambda_unit=problem.lambda_unit)
+                weighted=self.weighted, lambda_unit=problem.lambda_unit,
+                compare_trimmed=isinstance(self.init, str) and self.init == "robust")
         self._store(problem, state, lam, lam_unweighted)
         return self
 

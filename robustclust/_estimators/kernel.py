@@ -36,6 +36,7 @@ from .._core.models import KMeansModel, MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
+from .._core.starts import KernelSpace, robust_start, trim_count
 from .base import RobustEstimator, internal_units, state_from
 from .kernels import (
     EXPLICIT_FEATURES,
@@ -209,6 +210,9 @@ class _KernelEstimator(RobustEstimator):
             labels = KMeans(C, n_init=10, random_state=rng.randint(np.iinfo(np.int32).max)).fit(
                 self._embedding).labels_
             return coefficients_from_labels(labels, C, sample_weight)
+        if self.init == "robust":
+            space = KernelSpace(geometry.K, geometry.sq_norms)
+            return robust_start(space, C, sample_weight, trim_count(self.n_outliers, n, C), rng)
         if self.init == "k-means++":
             idx = kmeans_plusplus_indices(geometry.sq_norms, geometry.K, C, sample_weight, rng)
         else:  # random distinct points
@@ -327,9 +331,19 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     lam, n_outliers, q, weighted, eps, n_init, max_iter, tol, random_state, verbose
         As in :class:`RobustKMeans` (group penalty; outlier sizes are
         feature-space norms ||o_n|| = ||alpha_n||_K, eq. (38)).
-    init : {"k-means++", "random", "spectral"} or array of shape (n_samples,), \
-            default="k-means++"
+    init : {"k-means++", "robust", "random", "spectral"} or array of shape \
+            (n_samples,), default="k-means++"
         ``"k-means++"``: k-means++ seeding with feature-space distances;
+        ``"robust"``: the robust start of :class:`RobustKMeans` with
+        feature-space distances (centres are means of kept points, so their
+        distances come from K).  It is not the default here: with the rbf
+        kernel feature-space distances are at most sqrt(2), so a far point
+        cannot dominate the D^2 sampling as it does in input space, and on
+        the two rings of :func:`~robustclust.datasets.make_rings_with_outliers`
+        (gamma = 0.2, 60 outliers) every robust start concentrates on the same
+        trimmed fixed point that cuts both rings (ARI 0.37, trimmed cost 139.2)
+        where 10 k-means++ starts find the rings (ARI 1.0, 137.8).  Use it
+        with the linear kernel, or with far outliers and a wide kernel;
         ``"random"``: distinct random points; ``"spectral"``: the spectral
         relaxation of kernel K-means, K-means on the unit-length rows of the
         top ``n_clusters`` eigenvectors of K (the eigenvectors are computed
@@ -410,7 +424,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     _parameter_constraints: dict = {
         **RobustKMeans._parameter_constraints,
         **KERNEL_CONSTRAINTS,
-        "init": [StrOptions({"k-means++", "random", "spectral"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "random", "spectral"}), "array-like"],
     }
     _parameter_constraints.pop("penalty")
 
@@ -439,7 +453,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         self.verbose = verbose
 
     def _linear_model(self):
-        init = self.init if self.init in ("k-means++", "random") else "k-means++"
+        init = self.init if self.init in ("robust", "k-means++", "random") else "k-means++"
         return RobustKMeans(self.n_clusters, lam=self.lam, n_outliers=self.n_outliers, q=self.q,
                             weighted=self.weighted, eps=self.eps, init=init,
                             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
@@ -582,12 +596,14 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         As in :class:`KernelRobustKMeans`.
     lam, n_outliers, weighted, eps, n_init, max_iter, tol, random_state, verbose
         As in :class:`RobustGaussianMixture` (lam = 0 is rejected).
-    init : {"robust-kmeans", "k-means++", "random", "spectral"} or array of \
-            shape (n_samples,), default="robust-kmeans"
+    init : {"robust-kmeans", "robust", "k-means++", "random", "spectral"} or \
+            array of shape (n_samples,), default="robust-kmeans"
         ``"robust-kmeans"``: a :class:`KernelRobustKMeans` fit (one start, the
-        same kernel and n_outliers); its centres start the means and its
-        outliers are left out of the initial variance.  The others as in
-        :class:`KernelRobustKMeans`.
+        same kernel and n_outliers) from k-means++ seeding, the default of
+        :class:`KernelRobustKMeans` (see there why the robust start is not);
+        its centres start the means and its outliers are left out of the
+        initial variance.  ``"robust"``: the same fit from its robust start.
+        The others as in :class:`KernelRobustKMeans`.
     reg_covar : float, default=1e-6
         Floor on sigma^2, relative to the mean squared feature-space distance
         to the mean divided by P.
@@ -625,7 +641,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     _parameter_constraints: dict = {
         **RobustGaussianMixture._parameter_constraints,
         **KERNEL_CONSTRAINTS,
-        "init": [StrOptions({"robust-kmeans", "k-means++", "random", "spectral"}),
+        "init": [StrOptions({"robust", "robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
     }
     _parameter_constraints.pop("covariance_type")
@@ -694,19 +710,19 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         return [self._initial_params(solver.geometry, rng) for _ in range(self._n_init)]
 
     def _initial_params(self, geometry, rng):
-        if not isinstance(self.init, str) or self.init != "robust-kmeans":
+        if not isinstance(self.init, str) or self.init not in ("robust", "robust-kmeans"):
             ones = np.ones(geometry.n_samples)
             return self._initial_coefficients(geometry, ones, rng), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OutlierCountWarning)
             krkm = KernelRobustKMeans(
                 self.n_components, kernel="precomputed", n_outliers=self.n_outliers,
-                init="k-means++", n_init=1,
+                init="robust" if self.init == "robust" else "k-means++", n_init=1,
                 random_state=rng.randint(np.iinfo(np.int32).max)).fit(geometry.K)
         return krkm.dual_coef_.T, krkm.outlier_mask_
 
     def _linear_model(self):
-        init = self.init if self.init in ("k-means++", "random", "robust-kmeans") \
+        init = self.init if self.init in ("robust", "k-means++", "random", "robust-kmeans") \
             else "robust-kmeans"
         return RobustGaussianMixture(
             self.n_components, lam=self.lam, n_outliers=self.n_outliers,

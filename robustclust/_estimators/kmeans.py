@@ -23,6 +23,7 @@ from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
+from .._core.starts import PointSpace, robust_start, trim_count
 from .base import RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask, score_dask
 
@@ -71,9 +72,20 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``"elementwise"``: rho(o) = ||o||_1 (Remark 2), single entries are
         outliers; the O-step soft-thresholds each entry of the residual at
         lam / 2.  A point is flagged when any of its entries is.
-    init : {"k-means++", "random"} or array of shape (n_clusters, n_features), \
-            default="k-means++"
-        ``"k-means++"``: scikit-learn's :func:`~sklearn.cluster.kmeans_plusplus`.
+    init : {"robust", "k-means++", "random"} or array of shape \
+            (n_clusters, n_features), default="robust"
+        ``"robust"``: a start that far, isolated points cannot capture
+        (:mod:`robustclust._core.starts`): k-means++-type seeding on all but
+        the t farthest points (D^2 sampling mixed with uniform sampling, each
+        centre the best of a few candidates by the trimmed potential), then
+        concentration steps of trimmed k-means (assign, keep the N - t
+        nearest points, move the centres to their means), from three cheap
+        starts, the best by the trimmed potential kept.  t is ``n_outliers``
+        when given, else 20% of N.  It is the default because k-means++
+        draws a far point as a centre almost surely, and that centre keeps a
+        cluster of its own while two real clusters merge.
+        ``"k-means++"``: scikit-learn's :func:`~sklearn.cluster.kmeans_plusplus`
+        (the default before the robust start; the paper's kind of start).
         ``"random"``: n_clusters distinct data points drawn at random (a
         random U in the simplex, as the paper suggests, makes soft K-means
         collapse all centres onto the grand mean).  An array: the initial
@@ -211,7 +223,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "penalty": [StrOptions({"group", "elementwise"})],
-        "init": [StrOptions({"k-means++", "random"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "random"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -220,7 +232,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     }
 
     def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, q=1.0,
-                 weighted=False, eps=None, penalty="group", init="k-means++",
+                 weighted=False, eps=None, penalty="group", init="robust",
                  n_init=10, max_iter=300, tol=1e-6, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -297,7 +309,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return [asarray(init, g.xp, like=g.sq_norms, dtype=g.dtype)]
         Xh = to_numpy(g.X, g.xp)
         w = np.asarray(to_numpy(sample_weight, g.xp), dtype=np.float64)
-        return [asarray(initial_centers(Xh, w, self.n_clusters, self.init, rng), g.xp,
+        n_trim = trim_count(self.n_outliers, Xh.shape[0], self.n_clusters)
+        return [asarray(initial_centers(Xh, w, self.n_clusters, self.init, rng, n_trim), g.xp,
                         like=g.sq_norms) for _ in range(self._n_init)]
 
     def _store_model(self, problem, state):
@@ -451,8 +464,12 @@ def default_eps(X, sample_weight):
     return 1e-3 * math.sqrt(total_var) if total_var > 0 else 1e-3
 
 
-def initial_centers(X, sample_weight, n_clusters, init, rng):
-    """Initial centres: k-means++ seeding, or distinct points drawn by weight (NumPy X)."""
+def initial_centers(X, sample_weight, n_clusters, init, rng, n_trim=0):
+    """Initial centres (NumPy or CSR X): the robust start (trimming ``n_trim``
+    points), k-means++ seeding, or distinct points drawn by weight."""
+    if init == "robust":
+        centers = robust_start(PointSpace(X), n_clusters, sample_weight, n_trim, rng)
+        return centers.astype(X.dtype, copy=False)
     if init == "k-means++":
         centers, _ = kmeans_plusplus(X, n_clusters, sample_weight=sample_weight,
                                      random_state=rng)

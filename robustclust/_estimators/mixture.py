@@ -57,16 +57,19 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         started from the converged RPC solution.
     eps : float, default=None
         eps of the log penalty, in Mahalanobis units; None means 1e-3.
-    init : {"robust-kmeans", "k-means++", "random"} or array of shape \
-            (n_components, n_features), default="robust-kmeans"
+    init : {"robust", "robust-kmeans", "k-means++", "random"} or array of \
+            shape (n_components, n_features), default="robust"
         Initial means; the initial weights and covariance are those of the
         nearest-mean partition (the covariance from its closest half, see
-        :mod:`robustclust._mixture_solver`).  ``"robust-kmeans"`` starts from a
-        :class:`RobustKMeans` fit with the same ``n_outliers`` (k-means++
-        seeding; its flagged points are left out of the initial covariance):
-        on the paper's 80-outlier set, RPC from 10 single k-means++ starts
-        ended with a component on the outliers in 8 (centre RMSE 1.75 on
-        average), from RobustKMeans starts in none (RMSE 0.62).
+        :mod:`robustclust._core.models`).  ``"robust"`` starts from a
+        :class:`RobustKMeans` fit with the same ``n_outliers`` from its
+        robust start (``init="robust"`` there: trimmed seeding and
+        concentration steps, which far points cannot capture); its flagged
+        points are left out of the initial covariance.  ``"robust-kmeans"``:
+        the same fit from k-means++ seeding (the default before the robust
+        start): on the paper's 80-outlier set, RPC from 10 single k-means++
+        starts ended with a component on the outliers in 8 (centre RMSE 1.75
+        on average), from RobustKMeans starts in none (RMSE 0.62).
     n_init : int, default=10
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
@@ -164,7 +167,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "covariance_type": [StrOptions({"spherical", "diag", "full"})],
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"k-means++", "random", "robust-kmeans"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "random", "robust-kmeans"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -174,7 +177,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     }
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
-                 covariance_type="spherical", weighted=False, eps=None, init="robust-kmeans",
+                 covariance_type="spherical", weighted=False, eps=None, init="robust",
                  n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, random_state=None,
                  verbose=0):
         self.n_components = n_components
@@ -275,7 +278,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         with warnings.catch_warnings():
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
-            rkm = RobustKMeans(C, n_outliers=self.n_outliers, n_init=1,
+            seeding = "robust" if self.init == "robust" else "k-means++"
+            rkm = RobustKMeans(C, n_outliers=self.n_outliers, init=seeding, n_init=1,
                                random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
         return rkm.cluster_centers_, rkm.outlier_mask_
 

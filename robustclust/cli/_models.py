@@ -24,7 +24,7 @@ from .._estimators.kernel import NAMED_KERNELS
 METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("spherical", "diag", "full")
 KERNELS = NAMED_KERNELS
-INITS = ("k-means++", "random", "spectral", "robust-kmeans")
+INITS = ("robust", "k-means++", "random", "spectral", "robust-kmeans")
 APPROXIMATIONS = ("exact", "nystroem")
 #: The kernel parameters and the ``--kernel`` values they apply to.
 KERNEL_PARAMETERS = {"gamma": ("rbf", "poly"), "degree": ("poly",), "coef0": ("poly",)}

@@ -171,10 +171,14 @@ model_options = _options(
     click.option("--n-landmarks", type=click.IntRange(1, MAX_N_LANDMARKS), metavar="M",
                  help="Landmarks of --approximation nystroem (default: 100)."),
     click.option("--init", type=click.Choice(INITS),
-                 help="Initialisation (default: spectral for graph inputs, robust-kmeans "
-                      "for --method gmm, else k-means++). spectral: spectral clustering of "
-                      "the kernel, for --kernel and graphs only; robust-kmeans: for "
-                      "--method gmm only."),
+                 help="Initialisation (default: spectral for graph inputs; k-means++ "
+                      "with --kernel, robust-kmeans with --kernel and --method gmm; else "
+                      "robust). robust: trimmed k-means++ seeding and concentration steps, "
+                      "which far points cannot capture (--method gmm: a robust k-means fit "
+                      "from it); k-means++: scikit-learn's seeding; spectral: spectral "
+                      "clustering of the kernel, for --kernel and graphs only; "
+                      "robust-kmeans: a robust k-means fit from k-means++, for --method "
+                      "gmm only."),
     click.option("--standardize", is_flag=True,
                  help="Scale every column to mean 0 and variance 1 first (kept in the "
                       "saved model)."),

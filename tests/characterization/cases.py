@@ -79,10 +79,25 @@ def new_points(X):
     return np.vstack([near, far]).astype(X.dtype)
 
 
-RKM = RobustKMeans
-RPC = RobustGaussianMixture
-KRKM = KernelRobustKMeans
-KRPC = KernelRobustGaussianMixture
+# The recording ran with the k-means++ start as the default (the mixtures: a
+# RobustKMeans fit from it, "robust-kmeans"); the cases that leave init out pin it.
+
+
+def RKM(*args, init="k-means++", **kwargs):
+    return RobustKMeans(*args, init=init, **kwargs)
+
+
+def RPC(*args, init="robust-kmeans", **kwargs):
+    return RobustGaussianMixture(*args, init=init, **kwargs)
+
+
+def KRKM(*args, init="k-means++", **kwargs):
+    return KernelRobustKMeans(*args, init=init, **kwargs)
+
+
+def KRPC(*args, init="robust-kmeans", **kwargs):
+    return KernelRobustGaussianMixture(*args, init=init, **kwargs)
+
 
 #: name -> (data factory, estimator factory, predict new points?)
 CASES = {
