@@ -378,10 +378,11 @@ class FusedStepper:
     is never written to).
     """
 
-    def __init__(self, solver, lam, penalty):
+    def __init__(self, solver, lam, penalty, tol=None):
         self.solver = solver
         self.lam = lam
         self.penalty = penalty
+        self.tol = solver.tol if tol is None else tol
         self.irls = solver.model.uses_irls(penalty)
         self.key = ("irls", lam) if self.irls else "eq9"
         self.tau0, self.eps = _thresholds(lam, penalty)
@@ -418,7 +419,7 @@ class FusedStepper:
                            weighted=self.penalty.weighted, irls=self.irls,
                            prev_size=prev["size"], old_shrink=prev["shrink"],
                            old_ref=prev["ref"], old_centers=state.centers,
-                           need_shift=c_shift <= solver.tol * c_norm,
+                           need_shift=c_shift <= self.tol * c_norm,
                            out=self.buffers[self.turn])
         self.buffers[self.turn] = result
         self.turn = 1 - self.turn

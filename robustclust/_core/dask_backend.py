@@ -411,10 +411,11 @@ class DaskSolver:
         host[empty] = rows[np.searchsorted(far, far_in_order)].astype(self.dtype)
         return host
 
-    def run(self, state, lam, weighted=False, max_iter=None):
+    def run(self, state, lam, weighted=False, max_iter=None, tol=None):
         """Iterations at ``lam`` from ``state`` until the stopping rule holds (one pass each)."""
         lam = float(lam)
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
+        tol = self.tol if tol is None else tol
         key = (lam, weighted)
         if state.pending is None or state.pending_key != key:
             results = self._pass(prev=self._prev(state), stats=key)
@@ -435,7 +436,7 @@ class DaskSolver:
             if self.verbose:
                 print(f"  iteration {it}: objective {state.objective:.6g}, "
                       f"outliers {state.n_outliers}")
-            if c_shift <= self.tol * c_norm and o_shift <= self.tol * max(o_norm, c_norm):
+            if c_shift <= tol * c_norm and o_shift <= tol * max(o_norm, c_norm):
                 converged = True
                 break
         return state.finished(history, it, converged)

@@ -108,6 +108,12 @@ def robust_distance_threshold(dists, sample_weight=None):
 
 #: Iterations each start runs before the starts are compared (screening).
 SCREEN_ITERATIONS = 5
+#: The count search's intermediate evaluations stop at this multiple of the
+#: solver's tolerance; only its answer is iterated to the full tolerance.
+LOOSE_TOL_FACTOR = 100.0
+#: Bisection evaluations in a row that bring no count closer to s before the
+#: count is declared to jump over s.
+MAX_STALL = 6
 
 
 def n_keep(n_init):
@@ -165,7 +171,7 @@ class CountSearch:
     """
 
     def __init__(self, solver, s, solve, weighted=False, max_rounds=12, max_bisect=40,
-                 rtol=1e-7):
+                 rtol=1e-7, loose=LOOSE_TOL_FACTOR, max_stall=MAX_STALL):
         self.solver = solver
         self.s = s
         self.solve = solve
@@ -173,12 +179,35 @@ class CountSearch:
         self.max_rounds = max_rounds
         self.max_bisect = max_bisect
         self.rtol = rtol
+        #: tolerance of the intermediate evaluations (None: the solver's own)
+        self.tol = None if not loose or loose == 1 else solver.tol * loose
+        self.max_stall = max_stall
         self.best = None
         self.evaluations = 0
 
     def evaluate(self, lam, hi=None):
         self.evaluations += 1
-        return self.solve(lam, hi)
+        return self.solve(lam, hi, self.tol)
+
+    def finish(self, lam, state):
+        """The search's answer at the solver's own tolerance.
+
+        The intermediate evaluations stop at a looser tolerance; the answer
+        ``(lam, state)`` is iterated on at the same lam to the solver's
+        tolerance (the same iterates a full-tolerance evaluation would have
+        continued with).  Should that move the count off s, the search is run
+        again at full tolerance from ``lam``.
+        """
+        if self.tol is None:
+            return lam, state
+        final = self.solver.run(state, lam, weighted=self.weighted)
+        # one run at lam: the loose iterations and their continuation
+        final = final.finished(list(state.history) + list(final.history),
+                               state.n_iter + final.n_iter, final.converged)
+        if final.n_outliers == self.s or state.n_outliers != self.s:
+            return lam, final
+        self.tol, self.best = None, None
+        return self.search(lam)
 
     def _seen(self, lam, state):
         gap = abs(state.n_outliers - self.s)
@@ -225,15 +254,25 @@ class CountSearch:
         return None
 
     def bisect(self, hi, lo):
-        """Bisection between hi = (lam, state) with count < s and lo with count > s."""
+        """Bisection between hi = (lam, state) with count < s and lo with count > s.
+
+        Stops after ``max_stall`` evaluations in a row that bring no count
+        closer to s than the best seen: the count then jumps over s at a lam
+        inside the bracket (the solution path is discontinuous there, where the
+        solution falls into another local minimum), and narrowing the jump
+        further (to ``rtol``) only reproduces counts on either side of it.
+        """
+        stall = 0
         for _ in range(self.max_bisect):
             lam_hi, lam_lo = hi[0], lo[0]
-            if lam_hi - lam_lo <= self.rtol * lam_hi:
+            if lam_hi - lam_lo <= self.rtol * lam_hi or stall >= self.max_stall:
                 break
             mid = math.sqrt(lam_hi * lam_lo) if lam_lo > 0 else 0.5 * lam_hi  # never 0
+            best = self.best
             state = self.evaluate(mid, hi)
             if self._seen(mid, state):
                 return mid, state
+            stall = stall + 1 if self.best is best else 0
             if state.n_outliers < self.s:
                 hi = (mid, state)
             else:
@@ -275,8 +314,8 @@ def _screen_from(solver, start, s, at):
 def _solver_from(solver, init, state):
     """``solve(lam, hi)`` of a :class:`CountSearch` for one start (see there)."""
     if solver.model.cold_count_search:
-        return lambda lam, hi: solver.run(solver.init_state(init, lam), lam)
-    return lambda lam, hi: solver.run(state if hi is None else hi[1], lam)
+        return lambda lam, hi, tol: solver.run(solver.init_state(init, lam), lam, tol=tol)
+    return lambda lam, hi, tol: solver.run(state if hi is None else hi[1], lam, tol=tol)
 
 
 def select_by_count(solver, inits, s, weighted):
@@ -306,19 +345,24 @@ def select_by_count(solver, inits, s, weighted):
     # starts that reached the same K-means fixed point are searched once
     distinct = [item for k, item in enumerate(screened)
                 if k == 0 or (item[0], item[1]) != (screened[k - 1][0], screened[k - 1][1])]
+    # EM restarted cold at each lam stops on a flagged set that holds for one
+    # iteration; near a jump of the count it is still drifting there, so its
+    # searches run at the full tolerance
+    loose = 1.0 if solver.model.cold_count_search else LOOSE_TOL_FACTOR
     results = []
     for _, lam, state, i in distinct[:n_keep(len(inits))]:
-        search = CountSearch(solver, s, _solver_from(solver, inits[i], state))
-        results.append(search.search(lam))
-    lam, state = min(results, key=lambda r: (abs(r[1].n_outliers - s),
-                                             solver.trimmed_cost(r[1], s)))
+        search = CountSearch(solver, s, _solver_from(solver, inits[i], state), loose=loose)
+        results.append(search.search(lam) + (search,))
+    lam, state, search = min(results, key=lambda r: (abs(r[1].n_outliers - s),
+                                                     solver.trimmed_cost(r[1], s)))
+    lam, state = search.finish(lam, state)
     if not weighted:
         return lam, state, lam
-    lam_w, state_w = tune_weighted(solver, state, lam, s)
+    lam_w, state_w = tune_weighted(solver, state, lam, s, loose=loose)
     return lam_w, state_w, lam
 
 
-def tune_weighted(solver, start, lam, s):
+def tune_weighted(solver, start, lam, s, loose=1.0):
     """Weighted (log-penalty) lam flagging ``s`` points, from an unweighted solution.
 
     Every evaluation restarts the MM iterations from ``start`` (the paper's
@@ -326,12 +370,13 @@ def tune_weighted(solver, start, lam, s):
     lams come from the order statistics of the weighted critical lams.
     Running both at one lam does not work: the weighted threshold
     lam / (2 (||o_n|| + eps)) compares lam with squared distances, so its
-    count depends on the data's units.
+    count depends on the data's units.  ``loose``: see :class:`CountSearch`.
     """
-    search = CountSearch(solver, s, lambda lam_w, hi: solver.run(start, lam_w, weighted=True),
-                         weighted=True)
+    search = CountSearch(solver, s, lambda lam_w, hi, tol: solver.run(start, lam_w, weighted=True,
+                                                                      tol=tol),
+                         weighted=True, loose=loose)
     first = lambda_for_count(solver.critical_lambdas(start, True), s, solver.zero_lambda_ok)
-    return search.search(lam if first is None else first)
+    return search.finish(*search.search(lam if first is None else first))
 
 
 class OutlierCountWarning(UserWarning):

@@ -178,21 +178,24 @@ class Solver:
                                             self.penalty)
         return state
 
-    def run(self, state, lam, weighted=False, max_iter=None):
+    def run(self, state, lam, weighted=False, max_iter=None, tol=None):
         """Iterations at ``lam`` from ``state`` until the stopping rule holds.
 
-        ``max_iter`` caps this run below the solver's own cap (screening starts).
+        ``max_iter`` caps this run below the solver's own cap (screening starts);
+        ``tol`` replaces the solver's tolerance for this run (the looser one of a
+        count search's intermediate evaluations).
         """
         lam = float(lam)
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
+        tol = self.tol if tol is None else tol
         penalty = self.log_penalty if weighted else self.penalty
         if _fused.eligible(self, penalty):
-            stepper = _fused.FusedStepper(self, lam, penalty)
+            stepper = _fused.FusedStepper(self, lam, penalty, tol)
         else:
             stepper = _Stepper(self, lam, penalty)
         on_objective = self.model.stops_on_objective
         if on_objective:
-            gain_tol = self.tol * float(scalar(self.xp.sum(self.sample_weight)))
+            gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
         with blas_limits(self):
             history, converged, it = [], False, 0
             for it in range(1, max_iter + 1):
@@ -207,8 +210,8 @@ class Solver:
                     converged = (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
                                  and _same_flagged(previous.outliers, state.outliers, self.xp))
                 else:
-                    converged = (c_shift <= self.tol * c_norm
-                                 and o_shift <= self.tol * max(o_norm, c_norm))
+                    converged = (c_shift <= tol * c_norm
+                                 and o_shift <= tol * max(o_norm, c_norm))
                 if converged:
                     break
         return state.finished(history, it, converged)
