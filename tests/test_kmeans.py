@@ -118,10 +118,15 @@ def test_n_outliers_flags_exactly_s_on_the_paper_set(kw):
 
 def test_weighted_reduces_the_shrinkage_bias():
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
-    plain = RobustKMeans(4, n_outliers=80, random_state=0).fit(data.X)
+    # the paper's (unrefined) estimator shrinks the flagged residuals; the
+    # refined fit (o_n = x_n - m_c) has no shrinkage bias and does better still
+    plain = RobustKMeans(4, n_outliers=80, random_state=0, refine=False).fit(data.X)
     weighted = RobustKMeans(4, n_outliers=80, weighted=True, random_state=0).fit(data.X)
+    refined = RobustKMeans(4, n_outliers=80, random_state=0).fit(data.X)
     assert center_rmse(data.centers, weighted.cluster_centers_) < \
         0.7 * center_rmse(data.centers, plain.cluster_centers_)
+    assert center_rmse(data.centers, refined.cluster_centers_) <= \
+        center_rmse(data.centers, weighted.cluster_centers_)
 
 
 def test_restarts_escape_the_kmeans_local_minimum():
