@@ -193,9 +193,14 @@ def test_unreachable_count_warns_and_keeps_closest():
                    [100.0, 0.0] + rng.normal(scale=0.01, size=(20, 2)),
                    [[50.0, 70.0]] * 2, [[50.0, -90.0]] * 2])
     with pytest.warns(OutlierCountWarning, match="n_outliers=3"):
-        m = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
+        m = RobustKMeans(2, n_outliers=3, random_state=0, refine=False).fit(X)
     assert m.n_outliers_ in (2, 4)
     assert set(np.flatnonzero(m.outlier_mask_)) <= {40, 41, 42, 43}
+    # the refined fit solves eq. (3) with s = 3: exactly three flagged, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierCountWarning)
+        r = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
+    assert r.n_outliers_ == 3 and set(np.flatnonzero(r.outlier_mask_)) <= {40, 41, 42, 43}
 
 
 # -- default lambda --------------------------------------------------------------------
@@ -335,7 +340,8 @@ def test_predict_rule_on_new_points():
 
 def test_outlier_norms_of_training_points_match_attribute():
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
-    m = RobustKMeans(4, n_outliers=40, random_state=0).fit(data.X)
+    # unrefined: a refined fit's outlier_norms_ are the whole residuals
+    m = RobustKMeans(4, n_outliers=40, random_state=0, refine=False).fit(data.X)
     got = m.outlier_norms(data.X)
     # where the training cluster is the nearest centre, the rules coincide
     nearest = m.transform(data.X).argmin(axis=1)

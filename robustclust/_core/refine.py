@@ -198,7 +198,8 @@ def refine_fit(problem, state):
     solver = problem.solver
     g = solver.geometry
     s = problem.target if problem.target is not None else state.n_outliers
-    space = PointSpace(g.X)
+    X = g.X  # float64 for the steps (sparse products need one dtype)
+    space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64))
     w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
     best = None
     for centres in [state.centers, *problem.inits]:

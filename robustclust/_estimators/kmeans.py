@@ -129,7 +129,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     outlier_mask_ : ndarray of shape (n_samples,), dtype bool
         True where o_n != 0.
     outlier_norms_ : ndarray of shape (n_samples,)
-        ||o_n||_2, the outlier score (0 for inliers).
+        ||o_n||_2, the outlier score (0 for inliers).  After refinement,
+        o_n = x_n - m_{c(n)}: the whole distance to the nearest centre, where
+        :meth:`outlier_norms` of the same points gives the O-step's shrunk
+        ||r_n|| - lambda_ / 2.
     outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
         The outlier matrix O, stored sparse: memory grows with the number of
         outliers.  ``X - outlier_vectors_`` is the cleaned data.
