@@ -118,10 +118,15 @@ def test_n_outliers_flags_exactly_s_on_the_paper_set(kw):
 
 def test_weighted_reduces_the_shrinkage_bias():
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
-    plain = RobustKMeans(4, n_outliers=80, random_state=0).fit(data.X)
+    # the paper's (unrefined) estimator shrinks the flagged residuals; the
+    # refined fit (o_n = x_n - m_c) has no shrinkage bias and does better still
+    plain = RobustKMeans(4, n_outliers=80, random_state=0, refine=False).fit(data.X)
     weighted = RobustKMeans(4, n_outliers=80, weighted=True, random_state=0).fit(data.X)
+    refined = RobustKMeans(4, n_outliers=80, random_state=0).fit(data.X)
     assert center_rmse(data.centers, weighted.cluster_centers_) < \
         0.7 * center_rmse(data.centers, plain.cluster_centers_)
+    assert center_rmse(data.centers, refined.cluster_centers_) <= \
+        center_rmse(data.centers, weighted.cluster_centers_)
 
 
 def test_restarts_escape_the_kmeans_local_minimum():
@@ -188,9 +193,14 @@ def test_unreachable_count_warns_and_keeps_closest():
                    [100.0, 0.0] + rng.normal(scale=0.01, size=(20, 2)),
                    [[50.0, 70.0]] * 2, [[50.0, -90.0]] * 2])
     with pytest.warns(OutlierCountWarning, match="n_outliers=3"):
-        m = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
+        m = RobustKMeans(2, n_outliers=3, random_state=0, refine=False).fit(X)
     assert m.n_outliers_ in (2, 4)
     assert set(np.flatnonzero(m.outlier_mask_)) <= {40, 41, 42, 43}
+    # the refined fit solves eq. (3) with s = 3: exactly three flagged, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierCountWarning)
+        r = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
+    assert r.n_outliers_ == 3 and set(np.flatnonzero(r.outlier_mask_)) <= {40, 41, 42, 43}
 
 
 # -- default lambda --------------------------------------------------------------------
@@ -330,7 +340,8 @@ def test_predict_rule_on_new_points():
 
 def test_outlier_norms_of_training_points_match_attribute():
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
-    m = RobustKMeans(4, n_outliers=40, random_state=0).fit(data.X)
+    # unrefined: a refined fit's outlier_norms_ are the whole residuals
+    m = RobustKMeans(4, n_outliers=40, random_state=0, refine=False).fit(data.X)
     got = m.outlier_norms(data.X)
     # where the training cluster is the nearest centre, the rules coincide
     nearest = m.transform(data.X).argmin(axis=1)

@@ -50,6 +50,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from .refine import concentration_steps, trim_mask
+
 #: Fraction of the points trimmed when no outlier count is given: above the
 #: contamination of most data sets a user would cluster without saying how
 #: many outliers to expect, below the size of any cluster worth finding.
@@ -163,14 +165,6 @@ def _trimmed(costs, n_trim):
     return np.partition(costs, n - n_trim - 1, axis=-1)[..., : n - n_trim].sum(axis=-1)
 
 
-def _trim_mask(costs, n_trim):
-    """True for the ``n_trim`` points of largest cost."""
-    mask = np.zeros(costs.shape[0], dtype=bool)
-    if n_trim > 0:
-        mask[np.argpartition(-costs, n_trim - 1)[:n_trim]] = True
-    return mask
-
-
 def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=None):
     """Indices of ``n_clusters`` seed points (step 1 of the module docstring)."""
     n = space.n_samples
@@ -185,7 +179,7 @@ def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=
             p = uniform.copy()
         else:
             d2 = w * closest
-            d2[_trim_mask(d2, n_trim)] = 0.0
+            d2[trim_mask(d2, n_trim)] = 0.0
             total = d2.sum()
             p = (D2_WEIGHT * d2 / total + (1.0 - D2_WEIGHT) * uniform) if total > 0 \
                 else uniform.copy()
@@ -210,23 +204,13 @@ def concentrate(space, centres, sample_weight, n_trim, max_steps):
 
     Each step assigns every point to its nearest centre, keeps the N - n_trim
     points of smallest weighted cost and moves each centre to the weighted
-    mean of its kept points; it stops when the labels and the kept set repeat.
+    mean of its kept points; it stops when the labels and the kept set repeat
+    (:func:`robustclust._core.refine.concentration_steps`, the one copy of
+    the step).
     """
-    w = np.asarray(sample_weight, dtype=np.float64)
-    previous = None
-    for step in range(max_steps + 1):
-        D = space.centre_distances(centres)
-        labels = np.argmin(D, axis=0)
-        costs = w * D[labels, np.arange(space.n_samples)]
-        trimmed = _trim_mask(costs, n_trim)
-        potential = float(costs[~trimmed].sum())
-        current = (labels, trimmed)
-        if step == max_steps or (previous is not None and np.array_equal(previous[0], labels)
-                                 and np.array_equal(previous[1], trimmed)):
-            return centres, potential, step
-        previous = current
-        centres = space.means(labels, np.where(trimmed, 0.0, w), centres)
-    return centres, potential, max_steps  # pragma: no cover - the loop returns
+    centres, potential, steps, _ = concentration_steps(space, centres, sample_weight, n_trim,
+                                                       max_steps)
+    return centres, potential, steps
 
 
 def robust_start(space, n_clusters, sample_weight, n_trim, rng, n_seedings=N_SEEDINGS):

@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core._dense import centre_with_extent
 from .._core.backend import asarray, namespace, to_numpy
+from .._core.refine import refine_fit
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
 from .._core.state import State
@@ -346,13 +347,54 @@ class RobustEstimator(BaseEstimator):
             return fit_dask(self, X, sample_weight)
         problem = self.build_problem(X, sample_weight)
         solver = problem.solver
+        refining = self._refining(problem)
         with solver.blas():
-            lam, lam_unweighted, state = fit_lambda(
-                solver, problem.inits, lam=problem.lam, target=problem.target,
-                weighted=self.weighted, lambda_unit=problem.lambda_unit,
-                compare_trimmed=isinstance(self.init, str) and self.init == "robust")
+            with warnings.catch_warnings():
+                if refining:  # the refinement flags exactly the count asked for
+                    warnings.simplefilter("ignore", OutlierCountWarning)
+                lam, lam_unweighted, state = fit_lambda(
+                    solver, problem.inits, lam=problem.lam, target=problem.target,
+                    weighted=self.weighted, lambda_unit=problem.lambda_unit,
+                    compare_trimmed=isinstance(self.init, str) and self.init == "robust")
+            refined = refine_fit(problem, state) if refining else None
         self._store(problem, state, lam, lam_unweighted)
+        if hasattr(self, "refine"):
+            self._store_refined(problem, state, lam, refined)
         return self
+
+    # -- exact trimmed refinement ------------------------------------------------------
+    def _refine_unsupported(self, problem):
+        """Why this fit cannot be refined (None when it can); subclasses narrow it."""
+        return "is only implemented for RobustKMeans"
+
+    def _refining(self, problem):
+        """Whether the fit is refined (the ``refine`` parameter; see RobustKMeans)."""
+        refine = getattr(self, "refine", False)
+        if refine is False:
+            return False
+        why = self._refine_unsupported(problem)
+        if refine == "auto":
+            return problem.target is not None and why is None
+        if why is not None:
+            raise ValueError(f"refine=True {why}; use refine='auto' or False.")
+        return True
+
+    def _store_refined(self, problem, state, lam, refined):
+        """``trimmed_cost_``, ``refine_history_``, ``unrefined_lambda_``; with a
+        refinement, the refined solution in place of the fitted attributes."""
+        solver = problem.solver
+        self.unrefined_lambda_ = self.lambda_
+        if refined is None:
+            s = problem.target if problem.target is not None else self.n_outliers_
+            self.trimmed_cost_ = problem.user_objective(solver.trimmed_cost(state, s))
+            self.refine_history_ = np.empty(0)
+            return
+        new_state, lam_refined, history = refined
+        self._store(problem, new_state, lam_refined, lam_refined)
+        self.unrefined_lambda_ = problem.user_lambda(lam)
+        self.trimmed_cost_ = self.objective_
+        self.refine_history_ = np.array([problem.user_objective(v)
+                                         for v in history], dtype=np.float64)
 
     def _store(self, problem, state, lam, lam_unweighted):
         """The shared fitted attributes, in the user's units."""

@@ -12,9 +12,10 @@ from numbers import Integral
 import numpy as np
 
 #: Fitted numbers that may be +inf (lambda = inf is plain clustering).
-MAY_BE_INFINITE = {"lambda_", "unweighted_lambda_"}
+MAY_BE_INFINITE = {"lambda_", "unweighted_lambda_", "unrefined_lambda_"}
 #: Fitted numbers that must be >= 0, and those that must be > 0.
-NON_NEGATIVE = {"lambda_", "unweighted_lambda_", "n_outliers_", "n_iter_", "weights_",
+NON_NEGATIVE = {"lambda_", "unweighted_lambda_", "unrefined_lambda_", "trimmed_cost_",
+                "n_outliers_", "n_iter_", "weights_",
                 "var_", "n_samples_seen_", "_covar_floor"}
 POSITIVE = {"eps_", "gamma_", "variance_", "scale_", "n_features_in_", "feature_dim_",
             "_n_features_out", "_scale", "_input_scale", "_variance"}

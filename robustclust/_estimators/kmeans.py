@@ -93,7 +93,20 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     n_init : int, default=10
         Number of initialisations; the best run is kept, judged by the cost
         of eq. (6) (its log-penalty version when ``weighted``), or, when
-        ``n_outliers`` is given, by the l0-constrained cost of eq. (3).
+        ``n_outliers`` is given, by the l0-constrained cost of eq. (3)
+        (after refinement when ``refine`` is on).
+    refine : {"auto", True, False}, default="auto"
+        Exact trimmed refinement of the fitted solution (see Notes):
+        concentration steps that lower the l0 cost of eq. (3) to a fixed
+        point at which exactly s points are flagged.  ``"auto"`` refines
+        when ``n_outliers`` is given (a count is then the user's question,
+        and eq. (3) is the problem that count defines) for hard K-means
+        (q = 1) with the group penalty, unweighted, on NumPy or SciPy input;
+        otherwise the paper's estimator is returned as is.  ``True``
+        refines those fits whatever sets lambda (s is then the number of
+        points the fit flags) and raises ValueError for the others;
+        ``False`` keeps the unrefined estimator of the paper.  The name
+        follows "refinement" steps in tclust / trimmed k-means terminology.
     max_iter : int, default=300
         Maximum number of BCD iterations of one run.
     tol : float, default=1e-6
@@ -116,12 +129,19 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     outlier_mask_ : ndarray of shape (n_samples,), dtype bool
         True where o_n != 0.
     outlier_norms_ : ndarray of shape (n_samples,)
-        ||o_n||_2, the outlier score (0 for inliers).
+        ||o_n||_2, the outlier score (0 for inliers).  After refinement,
+        o_n = x_n - m_{c(n)}: the whole distance to the nearest centre, where
+        :meth:`outlier_norms` of the same points gives the O-step's shrunk
+        ||r_n|| - lambda_ / 2.
     outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
         The outlier matrix O, stored sparse: memory grows with the number of
         outliers.  ``X - outlier_vectors_`` is the cleaned data.
     lambda_ : float
         lambda used (chosen, when ``n_outliers`` or neither was given).
+        After refinement: a lambda at which the hard O-step at the refined
+        centres flags exactly the refined outliers (the middle of that
+        interval, see Notes), so that ``predict`` reproduces ``labels_`` on
+        the training points; the unrefined one is ``unrefined_lambda_``.
     unweighted_lambda_ : float
         lambda of the unweighted run that starts the weighted one; equals
         ``lambda_`` unless ``weighted`` and ``n_outliers`` are both given.
@@ -130,7 +150,18 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     eps_ : float or None
         eps used by the log penalty (None unless ``weighted`` or ``eps``).
     objective_ : float
-        Final cost (eq. (6), or its log-penalty version when weighted).
+        Final cost (eq. (6), or its log-penalty version when weighted); the
+        l0 cost of eq. (3) (``trimmed_cost_``) when the fit was refined.
+    trimmed_cost_ : float
+        The l0 cost of eq. (3) at the fitted centres: the weighted squared
+        distances of all but the s points farthest from their nearest
+        centre (s = ``n_outliers`` when given, else ``n_outliers_``).
+    refine_history_ : ndarray
+        The l0 cost of eq. (3) at the start of the refinement and after each
+        concentration step (non-increasing); empty when not refined.
+    unrefined_lambda_ : float
+        lambda of the unrefined solution (equals ``lambda_`` when not
+        refined).
     objective_history_ : ndarray
         Cost after each BCD iteration of the final run (the weighted run when
         ``weighted``).
@@ -180,6 +211,25 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     unweighted lambda is tuned first and the weighted lambda is tuned from
     that solution, so ``lambda_`` is then the weighted lambda.
 
+    **Refinement** (``refine``).  Minimizing eq. (3) over the outlier
+    vectors leaves trimmed K-means: the cost of the N - s kept points to
+    their centres.  From the fitted centres, and from every initialisation
+    (one per restart), concentration steps (assign each point to its
+    nearest centre, flag the s points of largest weighted squared distance,
+    move each centre to the weighted mean of its kept points) are repeated
+    until the labels and the kept set repeat; no step increases the l0
+    cost, so the refined cost is at most the unrefined fit's.  The candidate
+    of smallest l0 cost is returned: its centres (a fixed point: the means
+    of their kept points), exactly s flagged points with
+    o_n = x_n - m_{c(n)} (the lambda -> 0 limit of the group O-step of
+    eqs. (11)-(12) on the flagged set, the minimizer of eq. (3) for that
+    set), and ``objective_`` the l0 cost.  ``lambda_`` becomes
+    d_(s) + d_(s+1) (d the distances to the nearest centre, decreasing):
+    every lambda in [2 d_(s+1), 2 d_(s)) flags exactly the refined set at
+    the refined centres; on a tie at the boundary (or with sample weights
+    that reorder the farthest points) no lambda does, and ``lambda_`` is
+    then 2 d_(s).  Not done for Dask input.
+
     **Empty clusters** (q = 1) are reseeded, as in scikit-learn, at the inliers
     that fit worst; a centre without members does not enter the cost, so
     this keeps the cost non-increasing.  A cluster all of whose members are
@@ -225,6 +275,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "penalty": [StrOptions({"group", "elementwise"})],
         "init": [StrOptions({"robust", "k-means++", "random"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
+        "refine": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -233,7 +284,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, q=1.0,
                  weighted=False, eps=None, penalty="group", init="robust",
-                 n_init=10, max_iter=300, tol=1e-6, random_state=None, verbose=0):
+                 n_init=10, refine="auto", max_iter=300, tol=1e-6, random_state=None,
+                 verbose=0):
         self.n_clusters = n_clusters
         self.lam = lam
         self.n_outliers = n_outliers
@@ -243,12 +295,14 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.penalty = penalty
         self.init = init
         self.n_init = n_init
+        self.refine = refine
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
 
     _default_lambda_description = "flags about 0.1% of Gaussian inliers"
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_")
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
@@ -290,6 +344,17 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def _make_model(self, geometry):
         return KMeansModel(self.n_clusters, self.q)
+
+    def _refine_unsupported(self, problem):
+        if self.q != 1:
+            return "needs hard K-means (q=1)"
+        if self.penalty != "group":
+            return "needs the group penalty (whole points are outliers)"
+        if self.weighted:
+            return "is not implemented for weighted=True"
+        if not problem.solver.geometry.is_numpy:
+            return "needs NumPy or SciPy input"
+        return None
 
     def _make_penalties(self, geometry, sample_weight):
         """The convex penalty and its log variant (eps in internal units: ``self._eps``)."""

@@ -226,6 +226,10 @@ def cli():
 @click.option("--plot", metavar="FILE.png",
               help="2-D picture of the clusters (principal components beyond two "
                    "columns), outliers circled by score; for a graph, the network.")
+@click.option("--unrefined", is_flag=True,
+              help="With --method kmeans and -s: the paper's estimator as it is (no "
+                   "concentration steps after the fit, which by default lower the trimmed "
+                   "cost of eq. (3) and flag exactly the count).")
 @click.option("--save-model", metavar="FILE",
               help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
                    "not for graphs).")
@@ -233,7 +237,7 @@ def cli():
 @click.pass_obj
 @_guarded
 def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save_model,
-        as_json, quiet, force, **model_kwargs):
+        as_json, quiet, force, unrefined=False, **model_kwargs):
     """Cluster the rows of INPUT and flag its outliers.
 
     INPUT is a CSV or TSV file with a header line, a Parquet file, a 2-D
@@ -245,7 +249,8 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     if outliers is not None and lam is not None:
         raise click.UsageError("give at most one of -s/--outliers and --lam")
     graph = _is_graph(input)
-    options = _fit_options(model_kwargs, graph=graph, lam=lam, save_model=save_model)
+    options = _fit_options({**model_kwargs, "unrefined": unrefined}, graph=graph, lam=lam,
+                           save_model=save_model)
     dest = destinations([input], force, output=output, plot=plot, saved_model=save_model)
     data = read_input(input, columns=columns, drop_missing=drop_missing, raw="output" in dest)
     noun = _noun(data)

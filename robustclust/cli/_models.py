@@ -63,6 +63,7 @@ class ModelOptions:
     n_outliers: int | float | None = None
     approximation: str | None = None
     n_landmarks: int | None = None
+    refine: bool = True
 
 
 def build_estimator(options, *, graph=False):
@@ -109,6 +110,8 @@ def build_estimator(options, *, graph=False):
         estimator = KernelRobustKMeans(options.n_clusters, q=q, **common)
     else:
         estimator = RobustKMeans(options.n_clusters, q=q, **common)
+        if not options.refine:
+            estimator.set_params(refine=False)
     return make_pipeline(StandardScaler(), estimator) if options.standardize else estimator
 
 

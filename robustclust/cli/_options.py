@@ -221,6 +221,8 @@ def model_options_from(kwargs, *, graph, lam=None, n_outliers=None):
         raise click.UsageError("--n-landmarks applies to --approximation nystroem only")
     if kwargs["n_landmarks"] is not None and kernel is None:
         raise click.UsageError("--n-landmarks applies to --kernel only")
+    if kwargs.get("unrefined") and (method != "kmeans" or kernel is not None or graph):
+        raise click.UsageError("--unrefined applies to --method kmeans without --kernel only")
     if q is not None and method != "soft":
         raise click.UsageError("--q applies to --method soft only")
     if covariance is not None and (graph or kernel is not None):
@@ -243,5 +245,5 @@ def model_options_from(kwargs, *, graph, lam=None, n_outliers=None):
         weighted=kwargs["weighted"], kernel=kernel, gamma=kwargs["gamma"],
         degree=kwargs["degree"], coef0=kwargs["coef0"], init=init,
         standardize=kwargs["standardize"], n_init=kwargs["n_init"], seed=kwargs["seed"],
-        lam=lam, n_outliers=n_outliers,
+        lam=lam, n_outliers=n_outliers, refine=not kwargs.get("unrefined", False),
         approximation=kwargs["approximation"], n_landmarks=kwargs["n_landmarks"])

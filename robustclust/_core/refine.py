@@ -1,0 +1,222 @@
+"""Concentration steps: the exact l0 (trimmed K-means) cost of eq. (3), decreased.
+
+For s outliers, the l0-constrained problem of eq. (3) is, after minimizing
+over the outlier vectors (o_n = x_n - m_{c(n)} on the flagged points, 0
+elsewhere), trimmed K-means:
+
+    min over M, labels c and a set T of s points of
+        sum_{n not in T} w_n ||x_n - m_{c(n)}||^2.
+
+A *concentration step* (the C-step of trimmed k-means and tclust) minimizes
+it over (c, T) with M fixed -- each point to its nearest centre, T the s
+points of largest weighted cost -- and then over M with (c, T) fixed -- each
+centre the weighted mean of its kept points (a centre without kept weight
+stays where it is).  Neither half can increase the cost, so the costs of
+successive steps never increase; there are finitely many (c, T), so steps
+repeated until c and T repeat reach a fixed point (the ``max_steps`` cap
+only guards against ties between equal costs).
+
+The step is written once, here, for every caller: the robust start
+(:mod:`robustclust._core.starts`, which trims ``n_trim`` points while it
+seeds) and the refinement of a fitted robust K-means solution
+(:func:`refine`, used by the estimators' ``refine`` option).  The geometry is
+reached through a *space* (``centre_distances`` and ``means``; see
+:class:`~robustclust._core.starts.PointSpace`).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Concentration steps of a refinement (fewer when the kept set settles).
+REFINE_MAX_STEPS = 100
+
+
+def trim_mask(costs, n_trim):
+    """True for the ``n_trim`` points of largest cost."""
+    mask = np.zeros(costs.shape[0], dtype=bool)
+    if n_trim > 0:
+        mask[np.argpartition(-costs, n_trim - 1)[:n_trim]] = True
+    return mask
+
+
+def assign_and_trim(space, centres, w, n_trim):
+    """The (c, T) half of a step at fixed centres.
+
+    Returns (labels, trimmed mask, squared distance of each point to its
+    centre, l0 cost of eq. (3): the weighted cost of the kept points).
+    """
+    D = space.centre_distances(centres)
+    labels = np.argmin(D, axis=0)
+    d2 = D[labels, np.arange(space.n_samples)]
+    costs = w * d2
+    trimmed = trim_mask(costs, n_trim)
+    return labels, trimmed, d2, float(costs[~trimmed].sum())
+
+
+def concentration_step(space, centres, w, n_trim):
+    """One concentration step from ``centres``.
+
+    Returns (new centres, labels, trimmed mask, cost at ``centres``): the
+    labels, mask and cost are those of the (c, T) half at the given centres;
+    the new centres are the weighted means of the kept points of each label.
+    """
+    labels, trimmed, _, cost = assign_and_trim(space, centres, w, n_trim)
+    return space.means(labels, np.where(trimmed, 0.0, w), centres), labels, trimmed, cost
+
+
+def concentration_steps(space, centres, sample_weight, n_trim, max_steps):
+    """Concentration steps from ``centres``: (centres, cost, steps, history).
+
+    Stops when the labels and the kept set repeat (the centres are then the
+    means of their kept points: a fixed point) or after ``max_steps`` steps.
+    ``cost`` is the l0 cost at the returned centres; ``history`` the cost
+    at the centres of every step (non-increasing).
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    previous = None
+    history = []
+    for step in range(max_steps + 1):
+        new, labels, trimmed, cost = concentration_step(space, centres, w, n_trim)
+        history.append(cost)
+        if step == max_steps or (previous is not None and np.array_equal(previous[0], labels)
+                                 and np.array_equal(previous[1], trimmed)):
+            return centres, cost, step, history
+        previous = (labels, trimmed)
+        centres = new
+    return centres, cost, max_steps, history  # pragma: no cover - the loop returns
+
+
+@dataclass
+class Refined:
+    """A fixed point of the concentration steps (all in the space's units).
+
+    Attributes
+    ----------
+    centres : ndarray of shape (C, p)
+    labels : ndarray of shape (N,)
+        Nearest centre of every point (flagged ones included).
+    trimmed : ndarray of shape (N,), dtype bool
+        The s flagged points: those of largest weighted squared distance.
+    sq_distances : ndarray of shape (N,)
+        ||x_n - m_{c(n)}||^2 at ``centres``.
+    cost : float
+        The l0 cost of eq. (3) at ``centres``.
+    history : list of float
+        Cost after each step, starting with that of the starting centres.
+    steps : int
+    """
+
+    centres: np.ndarray
+    labels: np.ndarray
+    trimmed: np.ndarray
+    sq_distances: np.ndarray
+    cost: float
+    history: list = field(default_factory=list)
+    steps: int = 0
+
+
+def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
+    """Concentration steps from ``centres`` until the kept set settles.
+
+    Parameters
+    ----------
+    space : PointSpace
+        The points (see :mod:`robustclust._core.starts`).
+    centres : ndarray of shape (C, p)
+        The starting centres (the robust K-means solution, or a start).
+    sample_weight : ndarray of shape (N,)
+    n_trim : int
+        The number s of points to flag.
+    max_steps : int, default=REFINE_MAX_STEPS
+
+    Returns
+    -------
+    refined : Refined
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    centres = np.asarray(centres, dtype=np.float64)
+    centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
+    labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)
+    return Refined(centres, labels, trimmed, d2, cost, history, steps)
+
+
+def separating_lambda(sq_distances, trimmed):
+    """A lambda at which the hard group O-step flags exactly ``trimmed``.
+
+    At fixed centres the O-step of eqs. (11)-(12) flags a point iff its
+    distance to its nearest centre exceeds lam / 2, so every lam in
+    [2 d_(s+1), 2 d_(s)) (d sorted decreasingly) flags exactly the s
+    farthest points.  Returns the middle of that interval, d_(s) + d_(s+1);
+    2 d_(1) when s = 0 (nothing flagged); 2 d_(s) when the interval is empty
+    (a tie at the boundary: the tied points are then not flagged by it);
+    0 when every point is flagged.
+    """
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    kept, flagged = d[~trimmed], d[trimmed]
+    if kept.size == 0:
+        return 0.0
+    inner = float(kept.max())
+    if flagged.size == 0:
+        return 2.0 * inner
+    outer = float(flagged.min())
+    if outer > inner:
+        return outer + inner
+    return 2.0 * outer
+
+
+def refine_fit(problem, state):
+    """The refined solution of a fitted hard robust K-means problem.
+
+    Candidates: the fitted state's centres and every initialisation of the
+    problem (one per restart), each concentrated by :func:`refine` with s =
+    the requested count (the count the fit flagged when none was asked
+    for); the smallest l0 cost of eq. (3) wins (the fitted state's on ties).
+
+    Parameters
+    ----------
+    problem : robustclust._estimators.base.Problem
+        A linear, NumPy problem (dense or CSR data in internal units).
+    state : State
+        The unrefined solution.
+
+    Returns
+    -------
+    state : State
+        The refined centres and labels, exactly s outliers with
+        o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the group O-step
+        on the flagged set; eq. (3) sets them so), ``objective`` the l0
+        cost; ``history``, ``n_iter`` and ``converged`` of the unrefined run.
+    lam : float
+        :func:`separating_lambda` at the refined centres (internal units).
+    history : list of float
+        The l0 cost after each concentration step of the chosen candidate.
+    """
+    from .starts import PointSpace
+    from .state import Outliers, State
+
+    solver = problem.solver
+    g = solver.geometry
+    s = problem.target if problem.target is not None else state.n_outliers
+    X = g.X  # float64 for the steps (sparse products need one dtype)
+    space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64))
+    w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
+    best = None
+    for centres in [state.centers, *problem.inits]:
+        candidate = refine(space, np.asarray(centres, dtype=np.float64), w, s)
+        if best is None or candidate.cost < best.cost:
+            best = candidate
+    centres = solver.geometry_dtype(best.centres)
+    d = np.sqrt(best.sq_distances)
+    index = np.flatnonzero(best.trimmed).astype(np.int64)
+    labels = best.labels.astype(np.int64)
+    shrink_full = best.trimmed.astype(np.float64)
+    sizes_full = np.where(best.trimmed, d, 0.0)
+    outliers = Outliers(index, shrink=np.ones(index.size), weights=labels[index],
+                        sizes=d[index], euclidean=d[index], shrink_full=shrink_full,
+                        sizes_full=sizes_full, weights_full=labels)
+    costs = np.where(best.trimmed, 0.0, best.sq_distances)
+    refined = State(centres, g.products(centres), labels, None, outliers, costs, best.cost,
+                    history=list(state.history), n_iter=state.n_iter,
+                    converged=state.converged)
+    return refined, separating_lambda(best.sq_distances, best.trimmed), best.history

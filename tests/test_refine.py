@@ -1,0 +1,231 @@
+"""Exact trimmed refinement of robust K-means (``refine``): the l0 cost of eq. (3).
+
+From the fitted solution, concentration steps (nearest centre, flag the s
+farthest points, centres to the means of the kept points) lower the l0
+cost of eq. (3) to a fixed point that flags exactly s points.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robustclust import RobustKMeans, load_model, save_model
+from robustclust._core.refine import concentration_steps, refine, separating_lambda
+from robustclust._core.selection import OutlierCountWarning
+from robustclust._core.starts import PointSpace
+from robustclust.datasets import make_blobs_with_outliers
+
+
+def contaminated(seed, n=60, n_out=10, k=3, dim=2):
+    """k Gaussian clusters plus ``n_out`` uniform points on a wide box."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-6, 6, size=(k, dim))
+    X = centres[rng.integers(k, size=n)] + rng.normal(size=(n, dim))
+    return np.vstack([X, rng.uniform(-15, 15, size=(n_out, dim))])
+
+
+def l0_cost(X, centres, s, w=None):
+    """eq. (3) at fixed centres: all but the s largest (weighted) nearest distances."""
+    d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1).min(axis=1)
+    costs = d2 if w is None else w * d2
+    return float(np.sort(costs)[: len(X) - s].sum())
+
+
+def fit_pair(X, s, seed, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierCountWarning)
+        plain = RobustKMeans(3, n_outliers=s, refine=False, random_state=seed, **kw).fit(X)
+    refined = RobustKMeans(3, n_outliers=s, random_state=seed, **kw).fit(X)
+    return plain, refined
+
+
+def assert_fixed_point(model, X, s, w=None):
+    """The flagged set is the s farthest points and every centre the mean of its kept points."""
+    M = model.cluster_centers_
+    D = ((X[:, None, :] - M[None]) ** 2).sum(-1)
+    nearest = D.argmin(axis=1)
+    d2 = D[np.arange(len(X)), nearest]
+    costs = d2 if w is None else w * d2
+    flagged = model.outlier_mask_
+    assert flagged.sum() == s == model.n_outliers_
+    if s:
+        assert costs[flagged].min() >= costs[~flagged].max()
+    kept = ~flagged
+    np.testing.assert_array_equal(model.labels_[kept], nearest[kept])
+    assert np.all(model.labels_[flagged] == -1)
+    ww = np.ones(len(X)) if w is None else w
+    for c in range(M.shape[0]):
+        members = kept & (nearest == c)
+        if ww[members].sum() > 0:
+            mean = (ww[members, None] * X[members]).sum(0) / ww[members].sum()
+            np.testing.assert_allclose(M[c], mean, rtol=1e-10, atol=1e-10)
+    # o_n = x_n - m_{c(n)} on the flagged points, 0 elsewhere
+    O = model.outlier_vectors_.toarray()
+    np.testing.assert_allclose(O[flagged], X[flagged] - M[nearest[flagged]], atol=1e-10)
+    assert not O[kept].any()
+    np.testing.assert_allclose(model.objective_, float(costs[kept].sum()), rtol=1e-10)
+    np.testing.assert_allclose(model.trimmed_cost_, model.objective_)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), s=st.integers(0, 15), n_init=st.integers(1, 4),
+       init=st.sampled_from(["robust", "k-means++", "random"]))
+def test_refined_l0_cost_never_exceeds_the_unrefined_fit(seed, s, n_init, init):
+    X = contaminated(seed)
+    plain, refined = fit_pair(X, s, seed, n_init=n_init, init=init)
+    assert refined.trimmed_cost_ <= plain.trimmed_cost_ * (1 + 1e-12) + 1e-12
+    # the unrefined fit's trimmed_cost_ is eq. (3) at its own centres
+    np.testing.assert_allclose(plain.trimmed_cost_, l0_cost(X, plain.cluster_centers_, s),
+                               rtol=1e-9)
+    hist = refined.refine_history_
+    assert np.all(np.diff(hist) <= 1e-12 * max(1.0, hist[0]))
+    assert_fixed_point(refined, X, s)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_every_concentration_step_is_non_increasing_from_poor_starts(seed):
+    rng = np.random.default_rng(seed)
+    X = contaminated(seed, n=200, n_out=60, k=4)
+    space = PointSpace(X)
+    start = X[rng.choice(len(X), 4, replace=False)]  # random points: many steps
+    _, cost, steps, history = concentration_steps(space, start, np.ones(len(X)), 60, 500)
+    assert steps >= 2 and len(history) == steps + 1
+    assert np.all(np.diff(history) <= 1e-12 * history[0])
+    assert history[-1] == cost
+    # and each recorded cost is eq. (3) at that step's centres
+    np.testing.assert_allclose(history[0], l0_cost(X, start, 60), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_refined_fit_is_a_fixed_point_with_sample_weights_and_sparse_input(seed):
+    import scipy.sparse as sp
+
+    X = contaminated(seed, n=80, n_out=12)
+    w = np.random.default_rng(seed).uniform(0.5, 2.0, size=len(X))
+    model = RobustKMeans(3, n_outliers=12, random_state=seed).fit(X, sample_weight=w)
+    assert_fixed_point(model, X, 12, w)
+    sparse = RobustKMeans(3, n_outliers=12, random_state=seed).fit(sp.csr_matrix(X))
+    dense = RobustKMeans(3, n_outliers=12, random_state=seed).fit(X)
+    np.testing.assert_allclose(sparse.trimmed_cost_, dense.trimmed_cost_, rtol=1e-9)
+    assert_fixed_point(sparse, X, 12)
+
+
+def brute_force_trimmed_kmeans(X, k, s):
+    """The global minimum of eq. (3) by enumeration: every trimmed set, every partition."""
+    n = len(X)
+    best = np.inf
+    for T in itertools.combinations(range(n), s):
+        kept = np.setdiff1d(np.arange(n), T)
+        Y = X[kept]
+        # labels of the first kept point fixed to 0 (label symmetry)
+        for rest in itertools.product(range(k), repeat=len(Y) - 1):
+            labels = np.array((0,) + rest)
+            cost = 0.0
+            for c in range(k):
+                members = Y[labels == c]
+                if len(members):
+                    cost += ((members - members.mean(0)) ** 2).sum()
+            best = min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_refined_fit_reaches_the_brute_force_optimum_on_tiny_data(seed):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) + [6.0, 0.0],
+                   rng.uniform(-20, 20, size=(2, 2))])
+    exact = brute_force_trimmed_kmeans(X, 2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierCountWarning)
+        model = RobustKMeans(2, n_outliers=2, random_state=seed).fit(X)
+    np.testing.assert_allclose(model.trimmed_cost_, exact, rtol=1e-10)
+
+
+def test_refinement_helper_equals_many_start_trimmed_kmeans_on_a_larger_set():
+    """200 random starts of concentration steps (trimmed k-means) find no lower cost."""
+    X = contaminated(7, n=120, n_out=30, k=3)
+    model = RobustKMeans(3, n_outliers=30, random_state=0).fit(X)
+    rng = np.random.default_rng(0)
+    space, w = PointSpace(X), np.ones(len(X))
+    best = min(refine(space, X[rng.choice(len(X), 3, replace=False)], w, 30).cost
+               for _ in range(200))
+    assert model.trimmed_cost_ <= best * (1 + 1e-10)
+
+
+def test_predict_reproduces_the_refined_labels_through_lambda():
+    data = make_blobs_with_outliers(n_outliers=40, random_state=0)
+    model = RobustKMeans(4, n_outliers=40, random_state=0).fit(data.X)
+    np.testing.assert_array_equal(model.predict(data.X), model.labels_)
+    d = np.sqrt(((data.X[:, None] - model.cluster_centers_[None]) ** 2).sum(-1).min(1))
+    flagged = model.outlier_mask_
+    # lambda_ / 2 separates the flagged distances from the kept ones
+    assert d[~flagged].max() < model.lambda_ / 2 < d[flagged].min()
+    assert model.unrefined_lambda_ != model.lambda_
+
+
+def test_separating_lambda_edge_cases():
+    trimmed = np.array([False, False, True])
+    assert separating_lambda(np.array([1.0, 4.0, 16.0]), trimmed) == 6.0
+    assert separating_lambda(np.array([1.0, 4.0, 16.0]), np.zeros(3, bool)) == 8.0
+    tie = separating_lambda(np.array([1.0, 4.0, 4.0]), trimmed)  # no lambda flags one of two
+    assert tie == 4.0
+    assert separating_lambda(np.ones(2), np.ones(2, bool)) == 0.0
+
+
+def test_refine_false_is_the_paper_estimator_and_auto_skips_what_it_cannot_refine():
+    X = contaminated(3)
+    plain = RobustKMeans(3, n_outliers=10, refine=False, random_state=0).fit(X)
+    assert plain.refine_history_.size == 0 and plain.unrefined_lambda_ == plain.lambda_
+    soft = RobustKMeans(3, n_outliers=10, q=1.5, random_state=0).fit(X)  # auto: off
+    assert soft.refine_history_.size == 0
+    default = RobustKMeans(3, random_state=0).fit(X)  # no count: auto is off
+    assert default.refine_history_.size == 0
+    with pytest.raises(ValueError, match="refine=True needs hard K-means"):
+        RobustKMeans(3, n_outliers=10, q=1.5, refine=True).fit(X)
+    with pytest.raises(ValueError, match="refine=True is not implemented for weighted"):
+        RobustKMeans(3, n_outliers=10, weighted=True, refine=True).fit(X)
+    # refine=True at a given lambda refines at the count that lambda flags
+    at_lam = RobustKMeans(3, lam=4.0, refine=False, random_state=0).fit(X)
+    refined = RobustKMeans(3, lam=4.0, refine=True, random_state=0).fit(X)
+    assert refined.n_outliers_ == at_lam.n_outliers_
+    assert refined.trimmed_cost_ <= at_lam.trimmed_cost_ * (1 + 1e-12)
+    assert_fixed_point(refined, X, at_lam.n_outliers_)
+
+
+def test_model_file_round_trips_refine_and_its_attributes(tmp_path):
+    X = contaminated(5)
+    model = RobustKMeans(3, n_outliers=8, random_state=0).fit(X)
+    path = tmp_path / "m.rcmodel"
+    save_model(model, path)
+    back = load_model(path)
+    assert back.refine == "auto"
+    assert back.trimmed_cost_ == model.trimmed_cost_
+    assert back.unrefined_lambda_ == model.unrefined_lambda_
+    np.testing.assert_array_equal(back.predict(X), model.labels_)
+    off = RobustKMeans(3, n_outliers=8, refine=False, random_state=0).fit(X)
+    save_model(off, path)
+    assert load_model(path).refine is False
+
+
+def test_command_line_refines_by_default_and_unrefined_keeps_the_paper_estimator(tmp_path,
+                                                                                   capsys):
+    import pandas as pd
+
+    from robustclust.cli import main
+
+    X = contaminated(11)
+    pd.DataFrame(X, columns=["a", "b"]).to_csv(tmp_path / "x.csv", index=False)
+    for flag, refine in (([], "auto"), (["--unrefined"], False)):
+        out = tmp_path / f"out{len(flag)}.csv"
+        assert main(["fit", str(tmp_path / "x.csv"), "-k", "3", "-s", "10", "--quiet",
+                     "-o", str(out), *flag]) == 0
+        labels = pd.read_csv(out)["cluster"].to_numpy()
+        model = RobustKMeans(3, n_outliers=10, refine=refine, random_state=0).fit(X)
+        np.testing.assert_array_equal(labels, model.labels_)
+    assert main(["fit", str(tmp_path / "x.csv"), "-k", "3", "-s", "10", "--method", "gmm",
+                 "--unrefined"]) == 2
+    assert "--unrefined applies to --method kmeans" in capsys.readouterr().err
