@@ -314,3 +314,17 @@ def test_the_start_is_the_default_of_the_linear_estimators():
     assert RobustKMeans().init == RobustGaussianMixture().init == "robust"
     assert KernelRobustKMeans().init == "k-means++"
     assert KernelRobustGaussianMixture().init == "robust-kmeans"
+
+
+def test_float32_sparse_input_gets_the_robust_start():
+    # the start's sparse products need one dtype: float32 CSR used to raise
+    # "Dtype of A and B must be the same"
+    X, _ = blobs()
+    X = np.vstack([X, [1e3, 0.0, 0.0]])
+    dense = RobustKMeans(3, n_outliers=1, n_init=1, random_state=0).fit(X.astype(np.float32))
+    sparse = RobustKMeans(3, n_outliers=1, n_init=1, random_state=0).fit(
+        sp.csr_matrix(X.astype(np.float32)))
+    assert sparse.cluster_centers_.dtype == np.float32
+    np.testing.assert_array_equal(sparse.outlier_mask_, dense.outlier_mask_)
+    np.testing.assert_array_equal(sparse.labels_, dense.labels_)
+    assert sparse.outlier_mask_[-1] and sparse.n_outliers_ == 1

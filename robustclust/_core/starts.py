@@ -86,7 +86,8 @@ class PointSpace:
     """Squared Euclidean distances of the rows of X (NumPy array or CSR matrix)."""
 
     def __init__(self, X):
-        self.X = X
+        # sparse products need one dtype on both sides, and the centres are float64
+        self.X = X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X
         self.n_samples = X.shape[0]
         self.sq_norms = row_norms(X, squared=True).astype(np.float64, copy=False)
 
