@@ -456,19 +456,24 @@ def test_soft_weighted_method_and_warnings(tmp_path):
     X = np.array([[0, 0]] * 10 + [[0, 1]] * 10 + [[10, 0]] * 10 + [[10, 1]] * 10
                  + [[5, 40]] * 3, dtype=float)
     pd.DataFrame(X, columns=["u", "v"]).to_csv(tmp_path / "dup.csv", index=False)
-    proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json"], tmp_path)
+    proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json", "--unrefined"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    # the three copies of (5, 40) form a cluster of their own: no lambda flags
-    # exactly 2 points; every lambda above twice the largest distance to a centre
-    # (the critical value of eq. (13)) flags none
+    # the paper's estimator: the three copies of (5, 40) form a cluster of their
+    # own, no lambda flags exactly 2 points; every lambda above twice the largest
+    # distance to a centre (the critical value of eq. (13)) flags none
     with pytest.warns(OutlierCountWarning):
-        model = RobustKMeans(2, n_outliers=2, random_state=0).fit(X)
+        model = RobustKMeans(2, n_outliers=2, refine=False, random_state=0).fit(X)
     assert model.n_outliers_ == 0
     assert model.lambda_ >= 2 * model.transform(X).min(axis=1).max()
     warning = ("n_outliers=2 was asked for but no lambda on the path flags exactly that "
                f"many points; 0 are flagged (lambda_={model.lambda_:.6g}).")
     assert proc.stderr == f"robustclust fit: warning: {warning}\n"
     assert json.loads(proc.stdout)["warnings"] == [warning]
+    # the default (trimmed refinement of eq. (3)) flags exactly 2, without a warning
+    proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json"], tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    summary = json.loads(proc.stdout)
+    assert summary["n_outliers"] == 2 and summary["warnings"] == []
 
     proc = run(["fit", "dup.csv", "-k", "2", "--method", "soft", "--q", "2", "--weighted",
                 "--lam", "3", "--json"], tmp_path)
@@ -630,12 +635,16 @@ def test_fit_output_flags_exactly_the_rows_with_a_positive_score(tmp_path, monke
 
 
 def test_linear_kernel_gives_the_linear_models_results(fitted):
-    where, proc = fitted  # fit blobs.csv -k 4 -s 40 (RobustKMeans)
-    # the linear model's default start (the kernel estimators' default is k-means++)
+    where, _ = fitted
+    # the linear model's default start (the kernel estimators' default is k-means++);
+    # the kernel estimators do not refine, so neither does the linear fit here
+    proc = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--unrefined", "-o",
+                "linear-unrefined.csv", "--json", "--quiet"], where)
     kernel = run(["fit", "blobs.csv", "-k", "4", "-s", "40", "--kernel", "linear", "--init",
                   "robust", "-o", "linear-kernel.csv", "--json", "--quiet"], where)
-    assert kernel.returncode == 0, kernel.stderr
-    plain, kern = pd.read_csv(where / "out.csv"), pd.read_csv(where / "linear-kernel.csv")
+    assert proc.returncode == 0 and kernel.returncode == 0, kernel.stderr
+    plain = pd.read_csv(where / "linear-unrefined.csv")
+    kern = pd.read_csv(where / "linear-kernel.csv")
     pd.testing.assert_frame_equal(kern[["x", "y", "cluster", "is_outlier"]],
                                   plain[["x", "y", "cluster", "is_outlier"]])
     np.testing.assert_allclose(kern["outlier_score"], plain["outlier_score"], rtol=1e-9,

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .backend import asarray, to_numpy
+
 #: Concentration steps of a refinement (fewer when the kept set settles).
 REFINE_MAX_STEPS = 100
 
@@ -197,26 +199,36 @@ def refine_fit(problem, state):
 
     solver = problem.solver
     g = solver.geometry
+    xp = solver.xp
     s = problem.target if problem.target is not None else state.n_outliers
-    X = g.X  # float64 for the steps (sparse products need one dtype)
+    # the steps run on the host in float64 (sparse products need one dtype);
+    # their results go back to the data's array namespace
+    X = g.X if g.is_numpy else to_numpy(g.X, xp)
     space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64))
     w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
     best = None
     for centres in [state.centers, *problem.inits]:
-        candidate = refine(space, np.asarray(centres, dtype=np.float64), w, s)
+        centres = np.asarray(solver.to_host(centres), dtype=np.float64)
+        candidate = refine(space, centres, w, s)
         if best is None or candidate.cost < best.cost:
             best = candidate
-    centres = solver.geometry_dtype(best.centres)
+
+    def back(values, dtype=None):
+        return values if xp is np else asarray(values, xp, like=g.sq_norms, dtype=dtype)
+
+    centres = solver.geometry_dtype(back(best.centres))
     d = np.sqrt(best.sq_distances)
     index = np.flatnonzero(best.trimmed).astype(np.int64)
     labels = best.labels.astype(np.int64)
     shrink_full = best.trimmed.astype(np.float64)
     sizes_full = np.where(best.trimmed, d, 0.0)
-    outliers = Outliers(index, shrink=np.ones(index.size), weights=labels[index],
-                        sizes=d[index], euclidean=d[index], shrink_full=shrink_full,
-                        sizes_full=sizes_full, weights_full=labels)
+    outliers = Outliers(back(index), shrink=back(np.ones(index.size)),
+                        weights=back(labels[index]), sizes=back(d[index]),
+                        euclidean=back(d[index]), shrink_full=back(shrink_full),
+                        sizes_full=back(sizes_full), weights_full=back(labels))
     costs = np.where(best.trimmed, 0.0, best.sq_distances)
-    refined = State(centres, g.products(centres), labels, None, outliers, costs, best.cost,
+    refined = State(centres, g.products(centres), back(labels), None, outliers, back(costs),
+                    best.cost,
                     history=list(state.history), n_iter=state.n_iter,
                     converged=state.converged)
     return refined, separating_lambda(best.sq_distances, best.trimmed), best.history

@@ -195,8 +195,9 @@ class CountSearch:
         The intermediate evaluations stop at a looser tolerance; the answer
         ``(lam, state)`` is iterated on at the same lam to the solver's
         tolerance (the same iterates a full-tolerance evaluation would have
-        continued with).  Should that move the count off s, the search is run
-        again at full tolerance from ``lam``.
+        continued with).  When the count is then not s, the search runs again
+        at full tolerance from ``lam`` (bisecting to ``rtol``, as without the
+        loose stage) and the closer of the two answers is kept.
         """
         if self.tol is None:
             return lam, state
@@ -204,10 +205,16 @@ class CountSearch:
         # one run at lam: the loose iterations and their continuation
         final = final.finished(list(state.history) + list(final.history),
                                state.n_iter + final.n_iter, final.converged)
-        if final.n_outliers == self.s or state.n_outliers != self.s:
+        if final.n_outliers == self.s:
             return lam, final
-        self.tol, self.best = None, None
-        return self.search(lam)
+        # not exact: the search as it was before the loose stage, at full
+        # tolerance and bisecting down to rtol (a jump seen at the loose
+        # tolerance may not be one at the full tolerance)
+        self.tol, self.best, self.max_stall = None, None, self.max_bisect
+        lam_full, state_full = self.search(lam)
+        if abs(state_full.n_outliers - self.s) <= abs(final.n_outliers - self.s):
+            return lam_full, state_full
+        return lam, final
 
     def _seen(self, lam, state):
         gap = abs(state.n_outliers - self.s)

@@ -101,7 +101,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         point at which exactly s points are flagged.  ``"auto"`` refines
         when ``n_outliers`` is given (a count is then the user's question,
         and eq. (3) is the problem that count defines) for hard K-means
-        (q = 1) with the group penalty, unweighted, on NumPy or SciPy input;
+        (q = 1) with the group penalty, unweighted (the steps run on a host
+        copy of X for other array namespaces; a Dask fit is not refined);
         otherwise the paper's estimator is returned as is.  ``True``
         refines those fits whatever sets lambda (s is then the number of
         points the fit flags) and raises ValueError for the others;
@@ -352,8 +353,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return "needs the group penalty (whole points are outliers)"
         if self.weighted:
             return "is not implemented for weighted=True"
-        if not problem.solver.geometry.is_numpy:
-            return "needs NumPy or SciPy input"
         return None
 
     def _make_penalties(self, geometry, sample_weight):

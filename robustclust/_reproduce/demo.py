@@ -39,7 +39,8 @@ METHODS = {
     "hard K-means": (RobustKMeans, {"lam": np.inf, "q": 1.0}, False),
     "soft K-means": (RobustKMeans, {"lam": np.inf, "q": _SOFT_Q}, False),
     "EM": (RobustGaussianMixture, {"lam": np.inf}, False),
-    "hard RKM": (RobustKMeans, {"q": 1.0}, True),
+    # the paper's estimator: no trimmed refinement of the count fit
+    "hard RKM": (RobustKMeans, {"q": 1.0, "refine": False}, True),
     "hard WRKM": (RobustKMeans, {"q": 1.0, "weighted": True}, True),
     "soft RKM": (RobustKMeans, {"q": _SOFT_Q}, True),
     "soft WRKM": (RobustKMeans, {"q": _SOFT_Q, "weighted": True}, True),

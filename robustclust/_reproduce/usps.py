@@ -218,7 +218,7 @@ def fit_kmedians(problem, init):
 def fit_rkm(problem, init):
     """Hard RKM (q = 1) flagging s points, from the seeds; cost eq. (3)."""
     model = RobustKMeans(N_CLUSTERS, n_outliers=problem.n_outliers, init=init.centers,
-                         n_init=1).fit(problem.X)
+                         n_init=1, refine=False).fit(problem.X)  # the paper's estimator
     d2 = model.transform(problem.X).min(axis=1) ** 2
     return _from_estimator(model, trimmed_sum(d2, problem.n_outliers))
 

@@ -286,6 +286,11 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
         "time_s": elapsed,
         **_written(dest, "output", "plot", "saved_model"),
     })
+    history = getattr(est, "refine_history_", None)
+    if history is not None and len(history):
+        summary["refined"] = {"trimmed_cost": float(est.trimmed_cost_),
+                              "steps": int(len(history)),
+                              "unrefined_lambda": float(est.unrefined_lambda_)}
     writers = {}
     if "saved_model" in dest:
         from .._model_io import write_model

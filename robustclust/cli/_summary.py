@@ -100,9 +100,15 @@ def _result_lines(summary):
     lines = []
     if summary["command"] == "fit":
         lines.append(f"lambda: {_num(summary['lambda'])} ({summary['lambda_rule']})")
-        lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, objective "
+        refined = summary.get("refined")
+        what = "trimmed cost" if refined else "objective"
+        lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, {what} "
                      f"{_num(summary['objective'])}, {count(summary['n_iter'], 'iteration')}, "
                      f"{summary['time_s']:.2f} s")
+        if refined:
+            lines.append(f"refined: {count(refined['steps'], 'concentration step')} from "
+                         f"the robust K-means fit at lambda "
+                         f"{_num(refined['unrefined_lambda'])} (--unrefined for that fit)")
     else:
         lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, "
                      f"{summary['time_s']:.2f} s")
