@@ -20,7 +20,9 @@ temporary files are removed, so an interrupted write leaves nothing behind.
 
 import errno
 import os
+import signal
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,6 +79,31 @@ def check_destination(path, *, inputs=(), force=False):
     return path
 
 
+#: The signals the command line turns into exceptions.
+_HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+              if hasattr(signal, name))
+
+
+@contextmanager
+def _signals_held():
+    """Hold off SIGINT/SIGTERM/SIGHUP for the block (the main thread, POSIX).
+
+    A signal that arrives meanwhile is delivered when the block ends, so the
+    exception it raises never falls between creating a file and recording
+    its name (the temporary file would be left behind), or between
+    publishing a file and the bookkeeping that undoes it.
+    """
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -119,6 +146,7 @@ class StagedFiles:
     def __init__(self, *, replace=False):
         self.replace = replace
         self._staged = []  # [(temporary path, destination)]
+        self._writing = []  # temporary files being written
 
     def __enter__(self):
         return self
@@ -143,7 +171,10 @@ class StagedFiles:
         file : file object
         """
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with _signals_held():  # the name is recorded before a signal can interrupt
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                       suffix=".tmp")
+            self._writing.append(tmp)
         try:
             with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
                 yield fh
@@ -151,9 +182,18 @@ class StagedFiles:
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
         except BaseException:
-            _remove(tmp)
+            with _signals_held():
+                _remove(tmp)
+                self._forget(tmp)
             raise
-        self._staged.append((tmp, path))
+        with _signals_held():
+            self._forget(tmp)
+            self._staged.append((tmp, path))
+
+    def _forget(self, tmp):
+        # discard() may have run first (the generator closed after the staging)
+        if tmp in self._writing:
+            self._writing.remove(tmp)
 
     def publish(self):
         """Give every staged file its name; all or none of them.
@@ -167,6 +207,10 @@ class StagedFiles:
         OSError
             The file system refused (read-only, full, ...); as above.
         """
+        with _signals_held():  # a signal is delivered after the bookkeeping
+            self._publish()
+
+    def _publish(self):
         published = []
         try:
             for tmp, path in self._staged:
@@ -189,9 +233,10 @@ class StagedFiles:
 
     def discard(self):
         """Remove every temporary file not published yet."""
-        for tmp, _ in self._staged:
-            _remove(tmp)
-        self._staged = []
+        with _signals_held():
+            for tmp in [tmp for tmp, _ in self._staged] + self._writing:
+                _remove(tmp)
+            self._staged, self._writing = [], []
 
 
 def _appeared(path):

@@ -248,6 +248,50 @@ def test_3_sigterm_while_writing_removes_the_temporary_file(tmp_path, monkeypatc
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handler restored
 
 
+@pytest.mark.parametrize("moment", ["creating", "publishing"])
+def test_3_a_signal_at_the_creation_or_the_publication_leaves_nothing(tmp_path, monkeypatch,
+                                                                      moment):
+    # the signal arrives right after the temporary file is created (before its
+    # name is returned) or right after it is linked to its name: it is held off
+    # until the name is recorded, and the cleanup then removes everything
+    import tempfile
+
+    from robustclust import _files
+
+    class Terminated(Exception):
+        pass
+
+    def raise_terminated(signum, frame):
+        raise Terminated
+
+    real_mkstemp, real_link = tempfile.mkstemp, _files._link
+
+    def mkstemp(*args, **kwargs):
+        result = real_mkstemp(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    def link(tmp, path):
+        real_link(tmp, path)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if moment == "creating":
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    else:
+        monkeypatch.setattr(_files, "_link", link)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        with pytest.raises(Terminated):
+            with _files.atomic_write(tmp_path / "out.csv", "w", replace=False) as fh:
+                fh.write("a,b\n")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # published before the signal: the file is complete and the temporary name gone
+    assert listing(tmp_path) == ([] if moment == "creating" else ["out.csv"])
+    if moment == "publishing":
+        assert (tmp_path / "out.csv").read_text() == "a,b\n"
+
+
 @pytest.mark.slow
 def test_3_sigterm_to_the_console_script_during_the_write(tmp_path):
     rng = np.random.default_rng(0)

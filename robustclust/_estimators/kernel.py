@@ -392,8 +392,9 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     one shrink factor and one weight row per outlier (A = Delta S with
     Delta = I - B W^T), so an iteration costs one product K B plus O(N C^2):
     O(N^2 C) time, memory K plus O(N C).  The derivation is in
-    :mod:`robustclust._kernel_solver`.  K is centred once (H K H), which
-    changes no distance and improves rounding.
+    :mod:`robustclust._core.state` (outliers as shrink factors of residuals)
+    and :class:`robustclust._core.geometry.KernelGeometry`.  K is centred
+    once (H K H), which changes no distance and improves rounding.
 
     **Same steps as RobustKMeans.**  With ``kernel="linear"`` the iterates
     (labels, outliers, objective history) are those of :class:`RobustKMeans`

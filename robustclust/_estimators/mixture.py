@@ -132,7 +132,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     -----
     The closed-form steps that go beyond the paper (its O-step for a full
     Sigma needs a cone program, its Sigma-step a numerical solver) are
-    derived in :mod:`robustclust._mixture_solver`: with a common Sigma the
+    derived in :mod:`robustclust._core.models` (module docstring): with a common Sigma the
     O-step is the group-lasso prox in whitened coordinates,
     o_n = r_n [1 - lam / ||r_n||_{Sigma^-1}]_+ (eq. (25) for Sigma = sigma^2 I),
     and the Sigma-step majorizes sqrt(o^T Sigma^-1 o) at the current Sigma
