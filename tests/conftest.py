@@ -4,7 +4,8 @@
 skips the tests marked here: whole-program sessions (the console script, the
 README sessions, the paper reproduction, the Table I demo), the recorded
 characterization of the solver core, scikit-learn's common checks, the
-array-API run in a subprocess, and a few fits of the paper's experiments.
+array-API run in a subprocess, the Dask tests (a LocalCluster each module)
+and a few fits of the paper's experiments.
 """
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 SLOW_MODULES = {
     "test_cli.py", "test_demo.py", "test_readme.py", "test_readme_kernel.py",
     "test_reproduce.py", "test_reproduce_usps.py", "test_characterization.py",
-    "test_estimator_checks.py", "test_array_api.py",
+    "test_estimator_checks.py", "test_array_api.py", "test_dask.py",
 }
 #: Single slow tests (module, test function name).
 SLOW_TESTS = {
@@ -21,6 +22,8 @@ SLOW_TESTS = {
     ("test_kernel.py", "test_rings_all_outside_outliers_are_out_of_reach_at_gamma_02"),
     ("test_kernel.py", "test_rings_krkm_and_krpc_separate_the_rings"),
     ("test_fused.py", "test_fused_path_equals_numpy_path_along_a_warm_started_path"),
+    ("test_loaders.py", "test_usps_text_and_mat_layouts_agree"),
+    ("test_starts.py", "test_seven_points_on_the_command_line"),
 }
 
 
