@@ -20,9 +20,7 @@ temporary files are removed, so an interrupted write leaves nothing behind.
 
 import errno
 import os
-import signal
-import tempfile
-import threading
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,31 +75,6 @@ def check_destination(path, *, inputs=(), force=False):
     if not parent.is_dir():
         raise UnsafeWriteError(f"cannot write {path}: directory {parent} does not exist")
     return path
-
-
-#: The signals the command line turns into exceptions.
-_HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
-              if hasattr(signal, name))
-
-
-@contextmanager
-def _signals_held():
-    """Hold off SIGINT/SIGTERM/SIGHUP for the block (the main thread, POSIX).
-
-    A signal that arrives meanwhile is delivered when the block ends, so the
-    exception it raises never falls between creating a file and recording
-    its name (the temporary file would be left behind), or between
-    publishing a file and the bookkeeping that undoes it.
-    """
-    if not hasattr(signal, "pthread_sigmask") or \
-            threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _umask():
@@ -171,10 +144,7 @@ class StagedFiles:
         file : file object
         """
         path = Path(path)
-        with _signals_held():  # the name is recorded before a signal can interrupt
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                       suffix=".tmp")
-            self._writing.append(tmp)
+        fd, tmp = self._create(path)
         try:
             with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
                 yield fh
@@ -182,13 +152,26 @@ class StagedFiles:
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
         except BaseException:
-            with _signals_held():
-                _remove(tmp)
-                self._forget(tmp)
-            raise
-        with _signals_held():
+            _remove(tmp)
             self._forget(tmp)
-            self._staged.append((tmp, path))
+            raise
+        # staged before it is forgotten: an exception (a signal) between the two
+        # leaves it in a list that discard() empties
+        self._staged.append((tmp, path))
+        self._forget(tmp)
+
+    def _create(self, path):
+        """(fd, name) of a new hidden file beside ``path``; the name is recorded
+        before the file exists, so an exception at any moment (a signal turned
+        into one) leaves nothing that :meth:`discard` does not remove."""
+        for _ in range(100):
+            tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+            self._writing.append(tmp)
+            try:
+                return _create_exclusive(tmp), tmp
+            except FileExistsError:  # not ours: forget the name, draw another
+                self._forget(tmp)
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
 
     def _forget(self, tmp):
         # discard() may have run first (the generator closed after the staging)
@@ -207,25 +190,26 @@ class StagedFiles:
         OSError
             The file system refused (read-only, full, ...); as above.
         """
-        with _signals_held():  # a signal is delivered after the bookkeeping
-            self._publish()
-
-    def _publish(self):
         published = []
         try:
             for tmp, path in self._staged:
+                # recorded before the name is given: an exception (a signal) right
+                # after the link still finds it, and the rollback removes ``path``
+                # only where it is this file (same inode as the temporary name)
+                published.append((tmp, path))
                 try:
                     if self.replace:
                         os.replace(tmp, path)
                     else:
                         _link(tmp, path)
                 except OSError as exc:  # name the destination, not the temporary file
+                    published.pop()
                     raise OSError(exc.errno, exc.strerror, str(path)) from exc
-                published.append((tmp, path))
         except BaseException:
-            for tmp, path in published:
-                if not self.replace:
-                    _remove(path)  # still our file: the temporary name holds it too
+            if not self.replace:
+                for tmp, path in published:
+                    if _same_file(tmp, path):
+                        _remove(path)
             raise
         for tmp, _ in published:
             _remove(tmp)  # the linked ones; replaced ones are gone already
@@ -233,10 +217,22 @@ class StagedFiles:
 
     def discard(self):
         """Remove every temporary file not published yet."""
-        with _signals_held():
-            for tmp in [tmp for tmp, _ in self._staged] + self._writing:
-                _remove(tmp)
-            self._staged, self._writing = [], []
+        for tmp in [tmp for tmp, _ in self._staged] + self._writing:
+            _remove(tmp)
+        self._staged, self._writing = [], []
+
+
+def _create_exclusive(name):
+    """Create the file ``name`` (it must not exist), open for writing; its descriptor."""
+    return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                   0o600)
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _appeared(path):
