@@ -357,7 +357,8 @@ class RobustEstimator(BaseEstimator):
                     weighted=self.weighted, lambda_unit=problem.lambda_unit,
                     compare_trimmed=isinstance(self.init, str) and self.init == "robust")
             refined = refine_fit(problem, state) if refining else None
-        self._store(problem, state, lam, lam_unweighted)
+        if refined is None:  # a refined fit stores the refined state only
+            self._store(problem, state, lam, lam_unweighted)
         if hasattr(self, "refine"):
             self._store_refined(problem, state, lam, refined)
         return self
@@ -381,10 +382,11 @@ class RobustEstimator(BaseEstimator):
 
     def _store_refined(self, problem, state, lam, refined):
         """``trimmed_cost_``, ``refine_history_``, ``unrefined_lambda_``; with a
-        refinement, the refined solution in place of the fitted attributes."""
+        refinement, also every fitted attribute of the refined solution (the
+        unrefined state is then never stored)."""
         solver = problem.solver
-        self.unrefined_lambda_ = self.lambda_
         if refined is None:
+            self.unrefined_lambda_ = self.lambda_
             s = problem.target if problem.target is not None else self.n_outliers_
             self.trimmed_cost_ = problem.user_objective(solver.trimmed_cost(state, s))
             self.refine_history_ = np.empty(0)
