@@ -1,6 +1,6 @@
 """Model files: fitted estimators as NumPy arrays plus JSON, never pickle.
 
-Format, version 1
+Format, version 2
 -----------------
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays; the name
 need not end in ``.npz``), read with ``allow_pickle=False`` so that loading
@@ -11,7 +11,7 @@ never runs code.  It holds:
     so ``Infinity`` and ``NaN`` may appear) with the keys
 
     * ``"format"``: ``"robustclust-model"``;
-    * ``"format_version"``: 1; a reader refuses files with a larger version;
+    * ``"format_version"``: 2; a reader refuses files with a larger version;
     * ``"library_version"``: the robustclust version that wrote the file;
     * ``"estimator"``: an estimator spec (below).
 
@@ -42,6 +42,14 @@ the first cannot predict new points at all, the others hold Python objects.
 
 Adding an estimator means adding its class to :data:`CLASSES` (scikit-learn's
 ``StandardScaler`` has its attribute names in :data:`SCALER_ATTRIBUTES`).
+
+Versions.  Format 2 differs from format 1 in one meaning only: the
+``covariance_type`` of a ``RobustGaussianMixture``.  In format 1 the values
+``"spherical"``, ``"diag"`` and ``"full"`` named one covariance common to
+all components; since per-component covariances took those names
+(scikit-learn's meanings), the common ones are ``"tied_spherical"``,
+``"tied_diag"`` and ``"tied"``.  A format-1 file is read with its values
+renamed (:data:`V1_COVARIANCE_TYPES`), so it predicts as it did.
 """
 
 import json
@@ -65,7 +73,9 @@ from ._estimators.fitted import check_state
 from ._files import atomic_write
 
 FORMAT = "robustclust-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: What a format-1 file's RobustGaussianMixture covariance_type meant (see above).
+V1_COVARIANCE_TYPES = {"spherical": "tied_spherical", "diag": "tied_diag", "full": "tied"}
 _META_KEY = "__robustclust_model__"
 
 #: The estimator classes a model file can hold (they rebuild themselves from
@@ -316,7 +326,26 @@ def _read(archive):
             f"was written by robustclust {meta.get('library_version', '?')} in model "
             f"format {version}; this robustclust ({_library_version()}) reads format "
             f"{FORMAT_VERSION} and older: upgrade robustclust to load it")
-    return _build(meta["estimator"], archive)
+    spec = meta["estimator"]
+    if version < 2:
+        _rename_v1(spec)
+    return _build(spec, archive)
+
+
+def _rename_v1(spec):
+    """A format-1 spec's mixture covariance types under their format-2 names (in place)."""
+    if not isinstance(spec, dict):
+        return
+    if spec.get("class") == "Pipeline":
+        for step in spec.get("steps") or []:
+            if isinstance(step, list) and len(step) == 2:
+                _rename_v1(step[1])
+        return
+    params = spec.get("params")
+    if spec.get("class") == "RobustGaussianMixture" and isinstance(params, dict):
+        old = params.get("covariance_type")
+        if isinstance(old, str) and old in V1_COVARIANCE_TYPES:
+            params["covariance_type"] = V1_COVARIANCE_TYPES[old]
 
 
 def _build(spec, npz):

@@ -129,9 +129,9 @@ BAD = [
      "robustclust fit: error: Invalid value for '--method': 'foo' is not one of "
      "'kmeans', 'soft', 'gmm'."),
     ("unknown covariance", ["fit", "blobs.csv", "-k", "2", "--method", "gmm",
-                            "--covariance", "tied"], 2,
-     "robustclust fit: error: Invalid value for '--covariance': 'tied' is not one of "
-     "'spherical', 'diag', 'full'."),
+                            "--covariance", "banded"], 2,
+     "robustclust fit: error: Invalid value for '--covariance': 'banded' is not one of "
+     "'tied_spherical', 'tied_diag', 'tied', 'spherical', 'diag', 'full'."),
     ("unknown kernel", ["fit", "blobs.csv", "-k", "2", "--kernel", "sigmoid"], 2,
      "robustclust fit: error: Invalid value for '--kernel': 'sigmoid' is not one of "
      "'rbf', 'poly', 'linear', 'cosine'."),

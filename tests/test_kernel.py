@@ -206,7 +206,7 @@ def test_linear_kernel_reproduces_spherical_rpc(weighted):
     kw = dict(lam=2.5) if not weighted else dict(lam=1.0)
     ours = KernelRobustGaussianMixture(4, kernel="linear", weighted=weighted, init=labels0,
                                        n_init=1, **kw).fit(data.X)
-    ref = RobustGaussianMixture(4, covariance_type="spherical", weighted=weighted,
+    ref = RobustGaussianMixture(4, covariance_type="tied_spherical", weighted=weighted,
                                 init=_group_means(data.X, labels0, 4), n_init=1,
                                 **kw).fit(data.X)
     assert ours.feature_dim_ == 2

@@ -3,6 +3,7 @@
 import json
 import pickle
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,15 @@ ESTIMATORS = {
                                                        random_state=0),
     "gmm-full-inf": lambda: RobustGaussianMixture(4, covariance_type="full", lam=np.inf,
                                                   n_init=2, random_state=0),
+    "gmm-spherical-ratio": lambda: RobustGaussianMixture(4, covariance_type="spherical",
+                                                         n_outliers=40, eigenvalue_ratio=4.0,
+                                                         n_init=2, random_state=0),
+    "gmm-tied-count": lambda: RobustGaussianMixture(4, covariance_type="tied", n_outliers=40,
+                                                    n_init=2, random_state=0),
+    "gmm-tied-diag-inits": lambda: RobustGaussianMixture(
+        4, covariance_type="tied_diag", lam=2.0, weights_init=[0.25, 0.25, 0.25, 0.25],
+        means_init=[[-3.0, -3.0], [3.0, 3.0], [-3.0, 3.0], [3.0, -3.0]],
+        precisions_init=[1.0, 2.0], n_init=1),
     "pipeline": lambda: make_pipeline(StandardScaler(),
                                       RobustKMeans(4, n_outliers=0.1, n_init=2,
                                                    random_state=0)),
@@ -186,7 +196,7 @@ def test_file_is_arrays_plus_json_metadata_without_pickle(tmp_path):
     assert all(a.dtype != object for a in arrays.values())
     meta = json.loads(arrays.pop("__robustclust_model__").item())
     assert meta["format"] == "robustclust-model"
-    assert meta["format_version"] == FORMAT_VERSION == 1
+    assert meta["format_version"] == FORMAT_VERSION == 2
     assert meta["library_version"] == robustclust.__version__
     spec = meta["estimator"]
     assert spec["class"] == "RobustGaussianMixture"
@@ -195,6 +205,51 @@ def test_file_is_arrays_plus_json_metadata_without_pickle(tmp_path):
     assert isinstance(spec["attributes"]["covariances_"], float)  # spherical: sigma^2
     assert arrays["means_"].shape == (4, 2)
     assert "labels_" not in spec["attributes"]  # per-training-row arrays are not stored
+
+
+FORMAT1 = Path(__file__).parent / "model_files"
+
+
+@pytest.mark.parametrize("kind", ["spherical", "diag", "full"])
+def test_format1_mixtures_load_with_their_common_covariance(kind):
+    # written by robustclust before per-component covariances (model_files/make_format1.py):
+    # "spherical", "diag" and "full" then meant one covariance common to all components
+    model = load_model(FORMAT1 / f"rpc_format1_{kind}.npz")
+    expected = np.load(FORMAT1 / "rpc_format1_expected.npz")
+    assert model.covariance_type == {"spherical": "tied_spherical", "diag": "tied_diag",
+                                     "full": "tied"}[kind]
+    np.testing.assert_array_equal(np.asarray(model.covariances_), expected[f"{kind}/covariances_"])
+    np.testing.assert_array_equal(model.means_, expected[f"{kind}/means_"])
+    new = expected["X_new"]
+    np.testing.assert_array_equal(model.predict(new), expected[f"{kind}/predict"])
+    np.testing.assert_allclose(model.predict_proba(new), expected[f"{kind}/predict_proba"],
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.score_samples(new), expected[f"{kind}/score_samples"],
+                               rtol=1e-12)
+    with np.load(FORMAT1 / f"rpc_format1_{kind}.npz", allow_pickle=False) as npz:
+        meta = json.loads(npz["__robustclust_model__"].item())
+    assert meta["format_version"] == 1
+    assert meta["estimator"]["params"]["covariance_type"] == kind
+
+
+def test_a_format1_pipeline_step_is_renamed_too(tmp_path):
+    X = make_blobs_with_outliers(n_outliers=20, random_state=0).X
+    path = tmp_path / "pipe.npz"
+    save_model(make_pipeline(StandardScaler(),
+                             RobustGaussianMixture(4, covariance_type="tied", n_init=1,
+                                                   random_state=0)).fit(X), path)
+
+    def as_format1(meta):
+        meta["format_version"] = 1
+        meta["estimator"]["steps"][1][1]["params"]["covariance_type"] = "full"
+
+    _rewrite(path, as_format1)
+    assert load_model(path)[-1].covariance_type == "tied"
+    # format 2 keeps the value it names: "full" is one covariance per component there,
+    # whose (p, p) covariance is then refused as the wrong shape
+    _rewrite(path, lambda meta: meta.update(format_version=2))
+    with pytest.raises(ModelFileError, match=r"covariances_ has shape \(2, 2\)"):
+        load_model(path)
 
 
 def _rewrite(path, edit):
@@ -225,8 +280,8 @@ def test_newer_format_version_is_refused_with_an_upgrade_hint(model_file):
     with pytest.raises(ModelFileError) as exc:
         load_model(model_file)
     assert str(exc.value) == (
-        f"{model_file} was written by robustclust 9.0.0 in model format 2; this "
-        f"robustclust ({robustclust.__version__}) reads format 1 and older: upgrade "
+        f"{model_file} was written by robustclust 9.0.0 in model format 3; this "
+        f"robustclust ({robustclust.__version__}) reads format 2 and older: upgrade "
         "robustclust to load it")
 
 

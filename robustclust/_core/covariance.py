@@ -1,10 +1,19 @@
-"""The mixture's covariance Sigma: its factor, its log-determinant, its floor.
+"""The mixture's covariances: their factors, log-determinants, floor and ratio bound.
 
 A :class:`Covariance` is one common covariance of a kind (``"spherical"``
 sigma^2 I, ``"diag"``, ``"full"``), factorized once when it is made.  The
 factorization is p x p work done on the host in NumPy; the geometry receives
 the precision factor P (Sigma^-1 = P P^T, scikit-learn's
 ``precisions_cholesky_`` convention) in the data's namespace.
+:class:`ComponentCovariances` holds one covariance per component (the
+per-component models), each factorized the same way.
+
+Two guards keep a covariance step well posed: the floor ``reg_covar`` on
+every eigenvalue (:func:`floor_covariance`) and, optionally, a bound on the
+ratio of the largest to the smallest eigenvalue over all components
+(:func:`constrain_eigenvalues`, tclust's ``restr.fact``).  Both are exact
+minimizers of the step's cost over their constraint sets, so the cost stays
+monotone.
 
 A spherical covariance is no metric for the geometry: its products are the
 Euclidean ones, and ``scale`` = 1 / sigma^2 turns Euclidean squared
@@ -106,6 +115,75 @@ class Covariance:
         return np.einsum("ij,ij->i", W, W)
 
 
+COMPONENT_SINGULAR = ("The covariance of component {c} became singular (a cluster of "
+                      "identical or collinear points?): increase reg_covar or set "
+                      "eigenvalue_ratio.")
+
+
+class ComponentCovariances:
+    """One covariance per component, each of one kind, factorized once.
+
+    Parameters
+    ----------
+    kind : {"spherical", "diag", "full"}
+    values : ndarray of shape (C,), (C, p) or (C, p, p)
+        sigma_c^2, the variances, or the matrices.
+    dim : int
+
+    Attributes
+    ----------
+    P : ndarray of shape (C,), (C, p) or (C, p, p)
+        Precision factors, Sigma_c^-1 = P_c P_c^T (scikit-learn's
+        ``precisions_cholesky_``).
+    log_det : ndarray of shape (C,)
+    """
+
+    #: the geometry's products stay Euclidean: the model measures per component
+    metric = None
+    per_component = True
+
+    def __init__(self, kind, values, dim, check=True):
+        self.kind = kind
+        self.dim = dim
+        values = np.asarray(values, dtype=np.float64)
+        self.value = values
+        if not check:  # raw values, to be constrained before use
+            return
+        parts = []
+        for c, value in enumerate(values):
+            try:
+                parts.append(Covariance(kind, value, dim))
+            except ValueError:
+                raise ValueError(COMPONENT_SINGULAR.format(c=c)) from None
+        self.parts = parts
+        self.value = values
+        self.P = np.array([part.P for part in parts], dtype=np.float64)
+        self.log_det = np.array([part.log_det for part in parts])
+
+    @classmethod
+    def from_precision_factors(cls, kind, P, dim):
+        """The covariances whose precision factors are the rows of P (see
+        :meth:`Covariance.from_precision_factor`)."""
+        values = [Covariance.from_precision_factor(kind, P_c, dim).value for P_c in P]
+        return cls(kind, np.array(values, dtype=np.float64), dim)
+
+    @property
+    def n_components(self):
+        return len(self.parts)
+
+    def precisions(self):
+        """Sigma_c^-1: (C,) precisions, (C, p) inverse variances or (C, p, p) matrices."""
+        if self.kind == "full":
+            return np.einsum("cij,ckj->cik", self.P, self.P)
+        return self.P**2
+
+    def sq_norms(self, V):
+        """||v_n||^2_{Sigma_c^-1} for the rows of a small dense NumPy V, (k, C)."""
+        return np.stack([part.sq_norms(V) if part.kind != "spherical"
+                         else np.einsum("ij,ij->i", V, V) * part.P**2 for part in self.parts],
+                        axis=1).reshape(V.shape[0], len(self.parts))
+
+
 def floor_covariance(kind, B_over_N, reg_covar):
     """Minimizer of 1/2 tr(S^-1 B) + N/2 log det S over S >= reg I.
 
@@ -119,6 +197,122 @@ def floor_covariance(kind, B_over_N, reg_covar):
     if kind == "spherical":
         return max(float(B_over_N), reg_covar)
     return np.maximum(B_over_N, reg_covar)
+
+
+def constrain_eigenvalues(n, d, a=None, floor=0.0, ratio=None):
+    """Eigenvalues v minimizing sum_j g_j(v_j) with every v_j in [m, ratio m], m >= floor.
+
+    g_j(v) = n_j / 2 (log v + d_j / v) + a_j / sqrt(v) is the cost of one
+    eigenvalue (variance) of a covariance step: n_j the weight of the
+    component (its size N_c; N_c p for a spherical one), d_j the eigenvalue
+    of its scatter divided by n_j, and a_j >= 0 the linear outlier term of
+    eq. (27) (spherical kinds; 0 otherwise).  Without a bound (``ratio``
+    None) each eigenvalue is its own minimizer, floored; with one, all of
+    them (over every component and direction) are clipped into [m, ratio m]
+    for the m >= floor that minimizes the total cost, as tclust's
+    ``restr.fact`` (Fritz, Garcia-Escudero and Mayo-Iscar, 2013) does for
+    the scatter eigenvalues.
+
+    The minimizer is exact: for fixed m each g_j is unimodal in v, so
+    clipping its own minimizer v*_j = (h_j + sqrt(h_j^2 + d_j))^2,
+    h_j = a_j / (2 n_j), is best; as a function of t = log m the total cost
+    is convex (each clipped term is a convex function of t: g_j is convex
+    in log v, and clipping to a window sliding with t keeps it so), and on
+    each interval between the breakpoints {log v*_j, log v*_j - log ratio}
+    the points below and above the window are fixed, so the stationary
+    point solves a quadratic in w = m^-1/2,
+
+        w^2 (sum_L n d + sum_H n d / r) + w (sum_L a + sum_H a / sqrt(r)) = sum_{L+H} n,
+
+    evaluated for every interval with prefix sums over the sorted v*_j
+    (O(J log J) for J eigenvalues).  The best of those candidates is the
+    minimizer over m; the floor then binds as max(m, floor) (convexity).
+
+    Parameters
+    ----------
+    n, d, a : arrays of one shape (a defaults to zeros)
+    floor : float
+    ratio : float >= 1 or None
+
+    Returns
+    -------
+    v : ndarray of the shape of ``d``
+    """
+    n = np.asarray(n, dtype=np.float64)
+    d = np.maximum(np.asarray(d, dtype=np.float64), 0.0)
+    shape = d.shape
+    n, d = np.broadcast_to(n, shape).ravel(), d.ravel()
+    a = np.zeros_like(d) if a is None else np.broadcast_to(
+        np.asarray(a, dtype=np.float64), shape).ravel()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(n > 0, a / (2.0 * n), 0.0)
+    best = (h + np.sqrt(h * h + d)) ** 2
+    if ratio is None:
+        return np.maximum(best, floor).reshape(shape)
+    tiny = np.finfo(np.float64).tiny
+    u = np.log(np.maximum(best, tiny))
+    ell = math.log(ratio)
+    order = np.argsort(u, kind="stable")
+    u, n_s, nd, a_s = u[order], n[order], (n * d)[order], a[order]
+    zero = np.zeros(1)
+    cn, cnd, ca = (np.concatenate([zero, np.cumsum(v)]) for v in (n_s, nd, a_s))
+    # the constant part: each term at its own minimizer
+    own = np.where(n_s > 0, 0.5 * n_s * u + 0.5 * nd / np.exp(u), 0.0) + a_s * np.exp(-u / 2)
+    cown = np.concatenate([zero, np.cumsum(own)])
+    J = len(u)
+    breaks = np.unique(np.concatenate([u, u - ell]))
+    # one probe inside every interval (and beyond both ends) fixes L and H
+    probes = np.concatenate([[breaks[0] - 1.0], (breaks[:-1] + breaks[1:]) / 2,
+                             [breaks[-1] + 1.0]])
+    lo = np.concatenate([[-np.inf], breaks])
+    hi = np.concatenate([breaks, [np.inf]])
+    nL = np.searchsorted(u, probes, side="left")            # u_j < t
+    nH = J - np.searchsorted(u, probes + ell, side="right")  # u_j > t + ell
+    r = ratio
+
+    def sums(k_low, k_high):
+        top = J - k_high
+        N0 = cn[k_low] + (cn[J] - cn[top])
+        alpha = cnd[k_low] + (cnd[J] - cnd[top]) / r
+        beta = ca[k_low] + (ca[J] - ca[top]) / math.sqrt(r)
+        return N0, alpha, beta
+
+    N0, alpha, beta = sums(nL, nH)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = np.where(alpha > 0,
+                     (np.sqrt(beta * beta + 4.0 * alpha * N0) - beta) / (2.0 * alpha),
+                     np.where(beta > 0, N0 / beta, np.inf))
+        t_star = np.where(N0 > 0, -2.0 * np.log(w), -np.inf)
+    t = np.clip(t_star, lo, hi)
+    # an interval unbounded below whose cost keeps falling: its finite end
+    t = np.where(np.isfinite(t), t, np.where(np.isfinite(lo), lo, hi))
+    kL = np.searchsorted(u, t, side="left")
+    kH = J - np.searchsorted(u, t + ell, side="right")
+    N0, alpha, beta = sums(kL, kH)
+    top = J - kH
+    with np.errstate(over="ignore"):
+        m = np.exp(t)
+        cost = (0.5 * (cn[kL] * t + (cn[J] - cn[top]) * (t + ell))
+                + 0.5 * alpha / m + beta / np.sqrt(m) + (cown[top] - cown[kL]))
+    m = float(np.exp(t[int(np.argmin(cost))]))
+    m = max(m, floor)
+    return np.clip(best, m, ratio * m).reshape(shape)
+
+
+def bound_covariance(kind, B_over_N, n, reg_covar, ratio=None):
+    """:func:`floor_covariance`, and with a ``ratio`` the eigenvalue-ratio bound too.
+
+    ``n`` is the weight of the covariance (N for a common one).
+    """
+    if ratio is None:
+        return floor_covariance(kind, B_over_N, reg_covar)
+    if kind == "full":
+        vals, vecs = np.linalg.eigh((B_over_N + B_over_N.T) / 2)
+        vals = constrain_eigenvalues(n, vals, None, reg_covar, ratio)
+        return (vecs * vals) @ vecs.T
+    if kind == "spherical":
+        return max(float(B_over_N), reg_covar)
+    return constrain_eigenvalues(n, B_over_N, None, reg_covar, ratio)
 
 
 def consistency_factor(p):

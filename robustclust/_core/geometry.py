@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
-from .backend import bincount, namespace, onehot, pick, rowdot, take
+from .backend import asarray, bincount, namespace, onehot, pick, rowdot, set_rows, take
 
 
 #: Largest N * C for which hard K-means' centre sums use a dense indicator.
@@ -286,6 +286,10 @@ class LinearGeometry:
         """
         return dense_rows(self.X, index, self.xp) - self.combination(W, centers)
 
+    def points(self, index):
+        """The points ``index`` as dense float64 rows, (k, p)."""
+        return dense_rows(self.X, index, self.xp)
+
     def point_centers(self, index):
         """Centres placed on the points ``index`` (reseeding), (k, p)."""
         rows = dense_rows(self.X, index, self.xp)
@@ -319,6 +323,120 @@ class LinearGeometry:
             vals = outliers.rows
             S = S + (vals.T * (lam_n / t0)) @ vals
         return S
+
+    # -- one covariance per component ------------------------------------------------
+    def _squares_times(self, A):
+        """(X * X) A^T in float64, (N, rows of A): squared coordinates weighted."""
+        xp = self.xp
+        if self.sparse:
+            return np.asarray(self.X.multiply(self.X) @ np.asarray(A).T, dtype=np.float64)
+        if self.is_numpy:
+            return np.square(self.X, dtype=np.float64) @ np.asarray(A, dtype=np.float64).T
+        X64 = xp.astype(self.X, xp.float64)
+        return (X64 * X64) @ A.T
+
+    def _weighted_squares(self, V):
+        """V^T (X * X) in float64, (C, p), for an (N, C) weight matrix V."""
+        xp = self.xp
+        if self.sparse:
+            return np.asarray(self.X.multiply(self.X).T @ V, dtype=np.float64).T
+        if self.is_numpy:
+            return V.T @ np.square(self.X, dtype=np.float64)
+        X64 = xp.astype(self.X, xp.float64)
+        return V.T @ (X64 * X64)
+
+    def _whitened(self, P):
+        """X P in float64 for a (p, p) factor P, (N, p): one GEMM."""
+        xp = self.xp
+        if self.is_numpy:
+            return np.asarray(safe_sparse_dot(self.X, P, dense_output=True), dtype=np.float64)
+        return xp.astype(self.X, xp.float64) @ P
+
+    def component_sq_distances(self, centers, covs, outliers=None):
+        """||x_n - o_n - m_c||^2 in Sigma_c^-1's norm, every point and component, (N, C).
+
+        ``covs`` is a :class:`~robustclust._core.covariance.ComponentCovariances`.
+        Full covariances: one whitening X P_c (a GEMM) per component;
+        diagonal: two products with the (C, p) precisions; spherical: the
+        Euclidean distances scaled per component.  The outliers (explicit
+        rows o_n, ``outliers`` None or empty for o = 0) are measured on their
+        k rows.
+        """
+        xp = self.xp
+        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        C = M.shape[0]
+        if covs.kind == "spherical":
+            prec = asarray(covs.P**2, xp, like=M)
+            D = self.products(M).sq_distances() * prec[None, :]
+        elif covs.kind == "diag":
+            prec = asarray(covs.P**2, xp, like=M)
+            Mp = prec * M
+            D = (self._squares_times(prec) - 2.0 * self._dot(Mp)
+                 + xp.sum(Mp * M, axis=1)[None, :])
+            D = xp.maximum(D, 0.0)
+        else:
+            cols = []
+            for c in range(C):
+                P_c = asarray(covs.P[c], xp, like=M)
+                Y = self._whitened(P_c) - (M[c, :] @ P_c)[None, :]  # (x - m_c) P_c
+                cols.append(rowdot(Y, Y, xp))
+            D = xp.stack(cols, axis=1)
+        if outliers is not None and outliers.count:
+            Y = dense_rows(self.X, outliers.index, xp) - self.outlier_rows(outliers, centers)
+            D = set_rows(D, outliers.index, row_sq_distances(Y, M, covs, xp), xp)
+        return D
+
+    def component_scatter(self, V, nk, centers, outliers):
+        """sum_n V_nc (y_n - m_c)(y_n - m_c)^T for each c, y_n = x_n - o_n: (C, p, p).
+
+        The per-component scatter of the covariance step (eq. (26) for each
+        component): X^T diag(V_c) X is one GEMM per component; the outliers
+        enter through their k rows.
+        """
+        xp = self.xp
+        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        C = M.shape[0]
+        if self.sparse:  # expanded around the origin: centring would densify X
+            A = self.point_sums(V)
+            mats = []
+            for c in range(C):
+                v = V[:, c]
+                G = np.asarray(safe_sparse_dot(self.X.T, self.X.multiply(v[:, None]).tocsr(),
+                                               dense_output=True), dtype=np.float64)
+                m, a = M[c], A[c]
+                mats.append(G - np.outer(m, a) - np.outer(a, m) + nk[c] * np.outer(m, m))
+        else:  # (x_n - m_c) formed, as scikit-learn does: no cancellation
+            X64 = self.X.astype(np.float64, copy=False) if self.is_numpy \
+                else xp.astype(self.X, xp.float64)
+            mats = []
+            for c in range(C):
+                R = X64 - M[c, :][None, :]
+                mats.append((R * V[:, c][:, None]).T @ R)
+        if outliers.count:
+            # y_k = x_k - o_k on the k outlier rows: swap their terms
+            vals = self.outlier_rows(outliers, centers)
+            Vk = weight_rows(V, outliers.index, xp)
+            Xo = dense_rows(self.X, outliers.index, xp)
+            for c in range(C):
+                w = Vk[:, c][:, None]
+                Rx = Xo - M[c, :][None, :]
+                Ry = Rx - vals
+                mats[c] = mats[c] + (Ry * w).T @ Ry - (Rx * w).T @ Rx
+        return xp.stack(mats, axis=0)
+
+    def component_scatter_diag(self, V, nk, centers, outliers):
+        """The diagonals of :meth:`component_scatter`, (C, p): one product (X * X)^T V."""
+        xp = self.xp
+        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        A = self.point_sums(V)
+        Q = self._weighted_squares(V)  # sum_n V_nc x_nj^2
+        if outliers.count:
+            vals = self.outlier_rows(outliers, centers)
+            Vk = weight_rows(V, outliers.index, xp)
+            Xo = dense_rows(self.X, outliers.index, xp)
+            A = A - Vk.T @ vals
+            Q = Q - Vk.T @ (2.0 * Xo * vals - vals * vals)
+        return Q - 2.0 * M * A + nk[:, None] * M * M
 
     # -- how far an iterate moved ---------------------------------------------------
     def centre_norm(self, centers, products=None):
@@ -367,6 +485,34 @@ class LinearGeometry:
         if outliers.euclidean is not None:
             return math.sqrt(float(self.xp.sum(outliers.euclidean ** 2)))
         return self.centre_norm(self.outlier_rows(outliers, centers))
+
+
+def row_sq_distances(Y, M, covs, xp=np):
+    """||y_k - m_c||^2 in Sigma_c^-1's norm for a few dense rows Y (k, p), (k, C).
+
+    Component by component (k x p temporaries only).
+    """
+    cols = []
+    for c in range(M.shape[0]):
+        diff = Y - M[c, :][None, :]
+        cols.append(_row_norms_in(diff, covs, c, xp))
+    return xp.stack(cols, axis=1) if cols else xp.zeros((Y.shape[0], 0))
+
+
+def row_sq_norms(V, covs, xp=np):
+    """||v_k||^2 in each Sigma_c^-1's norm for a few dense rows V (k, p), (k, C)."""
+    return xp.stack([_row_norms_in(V, covs, c, xp) for c in range(covs.n_components)], axis=1)
+
+
+def _row_norms_in(V, covs, c, xp):
+    like = V
+    if covs.kind == "spherical":
+        return rowdot(V, V, xp) * float(covs.P[c]) ** 2
+    if covs.kind == "diag":
+        prec = asarray(covs.P[c] ** 2, xp, like=like)
+        return xp.sum(V * V * prec[None, :], axis=1)
+    W = V @ asarray(covs.P[c], xp, like=like)
+    return rowdot(W, W, xp)
 
 
 def xp_sqrt(a, xp):

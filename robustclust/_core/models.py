@@ -53,7 +53,7 @@ from dataclasses import replace
 import numpy as np
 
 from .backend import asarray, bincount, flatnonzero, logsumexp, minimum, pick, take, where
-from .covariance import Covariance, consistency_factor, floor_covariance
+from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
@@ -337,6 +337,9 @@ class MixtureModel:
         Floor on the variances (eigenvalues) of Sigma, in the solver's units.
     dim : int
         Dimension P of eq. (27): n_features, or the kernel feature space's.
+    eigenvalue_ratio : float or None
+        Bound on the ratio of Sigma's largest to smallest eigenvalue
+        (:func:`~robustclust._core.covariance.constrain_eigenvalues`).
     """
 
     mixture = True
@@ -355,11 +358,16 @@ class MixtureModel:
         "lam=0 makes the cost of eq. (8) unbounded below (Section II-B of the "
         "paper): o_n = x_n - m_c with Sigma -> 0; use lam > 0.")
 
-    def __init__(self, n_components, kind, reg_covar, dim):
+    #: Initial parameters given by the user (internal units), or None.
+    start_weights = None
+    start_covariance = None
+
+    def __init__(self, n_components, kind, reg_covar, dim, eigenvalue_ratio=None):
         self.n_clusters = n_components
         self.kind = kind
         self.reg_covar = reg_covar
         self.dim = int(dim)
+        self.eigenvalue_ratio = eigenvalue_ratio
         self.hard = False
 
     # -- pieces ------------------------------------------------------------------------
@@ -408,8 +416,10 @@ class MixtureModel:
                                     outliers.sizes if outliers.count else None)
         S = np.asarray(solver.to_host(S), dtype=np.float64)
         if self.kind == "diag":
-            return Covariance("diag", floor_covariance("diag", np.diag(S) / N, self.reg_covar), P)
-        return Covariance("full", floor_covariance("full", S / N, self.reg_covar), P)
+            return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
+                                                       self.eigenvalue_ratio), P)
+        return Covariance("full", bound_covariance("full", S / N, N, self.reg_covar,
+                                                   self.eigenvalue_ratio), P)
 
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
@@ -522,11 +532,17 @@ class MixtureModel:
             idx_x = asarray(idx, xp, like=d2)
             R = solver.to_host(geometry.residual_rows(centers, take(labels, idx_x, xp), idx_x))
             if self.kind == "diag":
-                value = floor_covariance("diag", factor * (R * R).sum(0) / count, self.reg_covar)
+                value = bound_covariance("diag", factor * (R * R).sum(0) / count, n,
+                                         self.reg_covar, self.eigenvalue_ratio)
             else:
-                value = floor_covariance("full", factor * (R.T @ R) / count, self.reg_covar)
+                value = bound_covariance("full", factor * (R.T @ R) / count, n,
+                                         self.reg_covar, self.eigenvalue_ratio)
             if np.all(np.asarray(value) <= 0):
                 value = np.asarray(value) + 1.0
+        if self.start_weights is not None:
+            weights = asarray(self.start_weights, xp, like=d2)
+        if self.start_covariance is not None:
+            return products, weights, self.start_covariance
         return products, weights, Covariance(self.kind, value, self.dim)
 
     def clean_costs(self, solver, state):

@@ -55,6 +55,9 @@ class Outliers:
         s_n and ``sizes`` for every point (0 for inliers).
     weights_full : array of shape (N,) or (N, C), or None
         The residual weights of every point at the O-step.
+    component_sizes : array of shape (k, C) or None
+        ||o_n|| in each component's Sigma_c^-1 norm (the mixture with one
+        covariance per component; ``sizes`` is then their posterior mean).
     """
 
     index: object
@@ -66,6 +69,7 @@ class Outliers:
     shrink_full: object = None
     sizes_full: object = None
     weights_full: object = None
+    component_sizes: object = None
 
     @property
     def count(self):

@@ -586,7 +586,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
 class KernelRobustGaussianMixture(_KernelEstimator):
     """Kernel robust probabilistic clustering: Algorithm 4 (KRPC) in O(N^2 C) per iteration.
 
-    RPC (:class:`RobustGaussianMixture` with ``covariance_type="spherical"``)
+    RPC (:class:`RobustGaussianMixture` with ``covariance_type="tied_spherical"``)
     on the empirical kernel map: a mixture of Gaussians with a common
     covariance sigma^2 I in a feature space of dimension P, with one outlier
     vector per point in the span of the mapped points.
@@ -641,12 +641,13 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     """
 
     _parameter_constraints: dict = {
-        **RobustGaussianMixture._parameter_constraints,
+        **{name: rule for name, rule in RobustGaussianMixture._parameter_constraints.items()
+           if name not in ("covariance_type", "eigenvalue_ratio", "weights_init",
+                           "means_init", "precisions_init")},
         **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"robust", "robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
     }
-    _parameter_constraints.pop("covariance_type")
 
     def __init__(self, n_components=1, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                  lam=None, n_outliers=None, weighted=False, eps=None, init="robust-kmeans",
@@ -728,7 +729,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
             else "robust-kmeans"
         return RobustGaussianMixture(
             self.n_components, lam=self.lam, n_outliers=self.n_outliers,
-            covariance_type="spherical", weighted=self.weighted, eps=self.eps, init=init,
+            covariance_type="tied_spherical", weighted=self.weighted, eps=self.eps, init=init,
             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol, reg_covar=self.reg_covar,
             random_state=self.random_state, verbose=self.verbose)
 

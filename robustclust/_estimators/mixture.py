@@ -12,7 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from .._core.backend import asarray, to_numpy
-from .._core.covariance import Covariance
+from .._core.components import ComponentMixtureModel
+from .._core.covariance import ComponentCovariances, Covariance
 from .._core.geometry import LinearGeometry
 from .._core.models import MixtureModel
 from .._core.penalties import make_penalty
@@ -23,18 +24,50 @@ from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
 
 
+#: covariance_type -> (kind of each covariance, one per component?)
+COVARIANCE_TYPES = {
+    "tied_spherical": ("spherical", False),
+    "tied_diag": ("diag", False),
+    "tied": ("full", False),
+    "spherical": ("spherical", True),
+    "diag": ("diag", True),
+    "full": ("full", True),
+}
+
+
+def make_mixture_model(covariance_type, n_components, reg_covar, dim, eigenvalue_ratio=None):
+    """The model of a ``covariance_type``: common (tied_*) or per-component covariances."""
+    kind, per_component = COVARIANCE_TYPES[covariance_type]
+    if per_component:
+        return ComponentMixtureModel(n_components, kind, reg_covar, dim, eigenvalue_ratio)
+    return MixtureModel(n_components, kind, reg_covar, dim, eigenvalue_ratio)
+
+
+def covariance_shape(covariance_type, n_components, n_features):
+    """Shape of ``covariances_`` (and of ``precisions_init``) for a covariance type."""
+    k, p = n_components, n_features
+    return {"tied_spherical": (), "tied_diag": (p,), "tied": (p, p), "spherical": (k,),
+            "diag": (k, p), "full": (k, p, p)}[covariance_type]
+
+
 class RobustGaussianMixture(DensityMixin, RobustEstimator):
     """Gaussian mixture with outlier-sparsity regularization (RPC).
 
-    Fits pi, the means, one covariance Sigma common to all components and one
-    outlier vector o_n per point by minimizing the regularized negative
-    log-likelihood of eq. (8),
+    Fits pi, the means, the covariances and one outlier vector o_n per point
+    by minimizing the regularized negative log-likelihood of eq. (8),
 
         - sum_n log sum_c pi_c N(x_n; m_c + o_n, Sigma) + lam sum_n ||o_n||_{Sigma^-1},
 
     with the EM algorithm of Algorithm 2 (see Notes).  A point is an outlier
     when its o_n is nonzero: when its residual r_n = x_n - sum_c gamma_nc m_c
     is more than lam away in Mahalanobis distance, so lam is scale-free.
+    The paper's model, and the default, has one covariance sigma^2 I common
+    to all components (``covariance_type="tied_spherical"``); the other
+    common ("tied") and per-component types are scikit-learn's.  With one
+    covariance Sigma_c per component each component measures the outlier
+    vector in its own norm (eq. (8) generalized, see Notes):
+
+        - sum_n log sum_c pi_c N(x_n; m_c + o_n, Sigma_c) exp(-lam ||o_n||_{Sigma_c^-1}).
 
     Parameters
     ----------
@@ -49,9 +82,16 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     n_outliers : int or float, default=None
         Target number of outliers (an int, or a fraction in (0, 0.5)); lambda
         is chosen as in :class:`RobustKMeans`.
-    covariance_type : {"spherical", "diag", "full"}, default="spherical"
-        The common covariance: sigma^2 I (the paper's, eqs. (25), (27)), a
-        diagonal, or a full matrix (``"full"`` is scikit-learn's ``"tied"``).
+    covariance_type : {"tied_spherical", "tied_diag", "tied", "spherical", "diag", \
+            "full"}, default="tied_spherical"
+        ``"tied_spherical"``: one covariance sigma^2 I common to all
+        components, the paper's model (eqs. (25), (27)); ``"tied_diag"``: one
+        common diagonal covariance; ``"tied"``: one common full matrix
+        (scikit-learn's ``"tied"``); ``"spherical"``, ``"diag"``, ``"full"``:
+        one covariance per component, sigma_c^2 I, diagonal or full
+        (scikit-learn's meanings).  Earlier versions called the common types
+        ``"spherical"``, ``"diag"`` and ``"full"``; their model files are read
+        with the new names.
     weighted : bool, default=False
         Log penalty lam log(1 + ||o_n||_{Sigma^-1} / eps) (Section III-C),
         started from the converged RPC solution.
@@ -89,7 +129,34 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         per-feature variance of X (so that rescaling X rescales the fit and
         changes nothing else).  It keeps Sigma positive definite without
         breaking the monotone decrease of the cost (the floored step is the
-        exact minimizer over {Sigma >= floor I}).
+        exact minimizer over {Sigma >= floor I}).  Unlike scikit-learn's, it is
+        a floor, not added to every variance: at lam = inf with
+        ``reg_covar=0`` the fit is scikit-learn's with ``reg_covar=0``.
+    eigenvalue_ratio : float >= 1, default=None
+        Bound on the ratio of the largest to the smallest eigenvalue over all
+        covariances (every component and direction), as tclust's
+        ``restr.fact``: each covariance step clips all eigenvalues into
+        [m, eigenvalue_ratio * m] with the m (>= the ``reg_covar`` floor)
+        that minimizes the step's cost, an exact constrained minimizer (see
+        :func:`robustclust._core.covariance.constrain_eigenvalues`).  It keeps
+        a component from collapsing onto a few points (the likelihood of
+        per-component covariances is unbounded otherwise) and a tied
+        covariance from becoming nearly singular.  None: the floor only.
+    weights_init : array-like of shape (n_components,), default=None
+        Initial mixing weights (non-negative, summing to 1), as in
+        scikit-learn's GaussianMixture; None: the proportions of the
+        nearest-mean partition.
+    means_init : array-like of shape (n_components, n_features), default=None
+        Initial means, as in scikit-learn; the same as an array ``init``
+        (give one of them): one initialisation.
+    precisions_init : array-like, default=None
+        Initial precisions (inverse covariances), scikit-learn's shapes:
+        (n_components,) for "spherical", (n_components, n_features) for
+        "diag", (n_components, n_features, n_features) for "full",
+        (n_features, n_features) for "tied"; and a float for
+        "tied_spherical", (n_features,) for "tied_diag".  None: the robust
+        start (the scatter of the closest half of the points, see
+        ``init``), every component starting from it.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -97,15 +164,20 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     ----------
     weights_ : ndarray of shape (n_components,)
     means_ : ndarray of shape (n_components, n_features)
-    covariances_ : float, ndarray of shape (n_features,) or (n_features, n_features)
-        The common covariance: the variance sigma^2 (spherical), the
-        variances (diag) or the matrix (full).  For data beyond about 1e154
-        (below 1e-154) in magnitude its entries overflow to inf (underflow to
-        0) in float64; the fit, ``predict`` and ``score`` run in internal
-        units and from ``precisions_cholesky_``, which stays finite.
+    covariances_ : float or ndarray
+        The covariances, shaped as scikit-learn's: (n_components,) variances
+        ("spherical"), (n_components, n_features) ("diag"),
+        (n_components, n_features, n_features) ("full"),
+        (n_features, n_features) ("tied"); and the common variance sigma^2
+        (a float, "tied_spherical") or variances (n_features,) ("tied_diag").
+        For data beyond about 1e154 (below 1e-154) in magnitude its entries
+        overflow to inf (underflow to 0) in float64; the fit, ``predict`` and
+        ``score`` run in internal units and from ``precisions_cholesky_``,
+        which stays finite.
     precisions_cholesky_ : float or ndarray
-        P with Sigma^-1 = P P^T: 1/sigma, 1/sqrt(variances), or an upper
-        triangular matrix (scikit-learn's convention).
+        P with Sigma^-1 = P P^T, shaped as ``covariances_``: 1/sigma,
+        1/sqrt(variances), or upper triangular matrices (scikit-learn's
+        convention).
     labels_ : ndarray of shape (n_samples,)
         MAP component, -1 for outliers.
     memberships_ : ndarray of shape (n_samples, n_components)
@@ -113,7 +185,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     outlier_mask_, outlier_norms_ : ndarray of shape (n_samples,)
         o_n != 0 and ||o_n||_2.
     outlier_scores_ : ndarray of shape (n_samples,)
-        ||o_n||_{Sigma^-1}, the scale-free outlier score.
+        ||o_n||_{Sigma^-1}, the scale-free outlier score (per-component
+        covariances: sum_c gamma_nc ||o_n||_{Sigma_c^-1}).
     outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
     lambda_, unweighted_lambda_, eps_ : float
     n_outliers_ : int
@@ -141,10 +214,23 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     is majorized as a function of the Mahalanobis norm.  Every step
     decreases the cost.
 
+    Per-component covariances (:mod:`robustclust._core.components`, module
+    docstring): the E-, pi-, mean- and Sigma_c-steps are eqs. (20), (22),
+    (23), (26)-(27) with the component's own weights; the O-step, a group
+    lasso with the quadratic A_n = sum_c gamma_nc Sigma_c^-1, is majorized:
+    from o_n = 0 it is the shrinkage o_n = r_n [1 - lam / ||r_n||_{A_n}]_+
+    of the A_n-weighted residual (exactly the tied step when all Sigma_c are
+    equal), and from o_n != 0 the better of that and an IRLS step.  The cost
+    never increases; at lam = inf the fit is scikit-learn's EM.  The paper
+    (Section II-B) prefers a common Sigma because per-component covariances
+    make the likelihood unbounded (a component on one point): ``reg_covar``
+    and ``eigenvalue_ratio`` bound it.
+
     ``score_samples`` is the log-density of the fitted mixture, o = 0: an
     outlier gets the low density the mixture gives it.  ``bic``/``aic`` count
-    the mixture's parameters (means, weights, the common covariance): they
-    score the fitted density on X, like scikit-learn's.
+    the mixture's parameters (means, weights, the covariances, counted as
+    scikit-learn counts them): they score the fitted density on X, like
+    scikit-learn's.
 
     Examples
     --------
@@ -164,7 +250,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
             Interval(Real, 0, 0.5, closed="neither"),
             None,
         ],
-        "covariance_type": [StrOptions({"spherical", "diag", "full"})],
+        "covariance_type": [StrOptions(set(COVARIANCE_TYPES))],
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions({"robust", "k-means++", "random", "robust-kmeans"}), "array-like"],
@@ -172,14 +258,19 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
+        "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), None],
+        "weights_init": ["array-like", None],
+        "means_init": ["array-like", None],
+        "precisions_init": ["array-like", Real, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
-                 covariance_type="spherical", weighted=False, eps=None, init="robust",
-                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, random_state=None,
-                 verbose=0):
+                 covariance_type="tied_spherical", weighted=False, eps=None, init="robust",
+                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, eigenvalue_ratio=None,
+                 weights_init=None, means_init=None, precisions_init=None,
+                 random_state=None, verbose=0):
         self.n_components = n_components
         self.lam = lam
         self.n_outliers = n_outliers
@@ -191,6 +282,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
+        self.eigenvalue_ratio = eigenvalue_ratio
+        self.weights_init = weights_init
+        self.means_init = means_init
+        self.precisions_init = precisions_init
         self.random_state = random_state
         self.verbose = verbose
 
@@ -205,13 +300,14 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
 
     def _fitted_shapes(self):
         k, p = self.n_components, self.n_features_in_
-        cov = {"spherical": (), "diag": (p,), "full": (p, p)}[self.covariance_type]
+        cov = covariance_shape(self.covariance_type, k, p)
         return {"means_": (k, p), "weights_": (k,), "covariances_": cov,
                 "precisions_cholesky_": cov}
 
     def _check_fitted_values(self):
         check_mixture_weights(self)
-        if self.covariance_type != "full" and np.any(np.asarray(self.covariances_) <= 0):
+        kind = COVARIANCE_TYPES[self.covariance_type][0]
+        if kind != "full" and np.any(np.asarray(self.covariances_) <= 0):
             raise bad_value(type(self).__name__, "covariances_", self.covariances_,
                             "not positive")
 
@@ -224,13 +320,26 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
 
     def _check_init(self, X):
         self._n_init = self.n_init
-        if isinstance(self.init, str):
+        C, p = self.n_components, X.shape[1]
+        self._start_weights = check_weights_init(self.weights_init, C)
+        self._start_precisions = check_precisions_init(self.precisions_init,
+                                                       self.covariance_type, C, p)
+        given = [name for name, value in (("init", self.init), ("means_init", self.means_init))
+                 if value is not None and not isinstance(value, str)]
+        if len(given) == 2:
+            raise ValueError("Give the initial means once: an array init or means_init, "
+                             "not both.")
+        self._start_means = None
+        if not given:
             return
-        means = check_array(self.init, dtype=[np.float64, np.float32], input_name="init")
-        if means.shape != (self.n_components, X.shape[1]):
+        name = given[0]
+        means = check_array(getattr(self, name), dtype=[np.float64, np.float32],
+                            input_name=name)
+        if means.shape != (C, p):
             raise ValueError(
                 f"The shape of the initial means {means.shape} does not match the "
-                f"number of components and features ({self.n_components}, {X.shape[1]}).")
+                f"number of components and features ({C}, {p}).")
+        self._start_means = means
         if self.n_init != 1:
             warnings.warn("Explicit initial means were given: performing one "
                           f"initialisation instead of n_init={self.n_init}.",
@@ -251,8 +360,14 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
 
     def _make_model(self, geometry):
         self._covar_floor = self.reg_covar * mean_variance(geometry.X)
-        return MixtureModel(self.n_components, self.covariance_type, self._covar_floor,
-                            geometry.dim)
+        model = make_mixture_model(self.covariance_type, self.n_components, self._covar_floor,
+                                   geometry.dim, self.eigenvalue_ratio)
+        model.start_weights = self._start_weights
+        if self._start_precisions is not None:
+            model.start_covariance = start_covariance(self._start_precisions,
+                                                      self.covariance_type, self._scale,
+                                                      geometry.dim)
+        return model
 
     def _make_penalties(self, geometry, sample_weight):
         self._eps = 1e-3 if self.eps is None else float(self.eps)
@@ -260,9 +375,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
 
     def _initializations(self, solver, X, sample_weight, rng):
         g = solver.geometry
-        if not isinstance(self.init, str):
-            means = (np.asarray(self.init, dtype=np.float64) - to_numpy(self._offset)) \
-                / self._scale
+        if self._start_means is not None:
+            means = (np.asarray(self._start_means, dtype=np.float64)
+                     - to_numpy(self._offset)) / self._scale
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
@@ -317,15 +432,20 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
                            if sp.issparse(Xi) or isinstance(Xi, np.ndarray) else Xi)
         p = g.dim
         eps = 1e-3 if self.eps is None else float(self.eps)
-        model = MixtureModel(self.n_components, self.covariance_type, self._covar_floor, p)
+        model = make_mixture_model(self.covariance_type, self.n_components, self._covar_floor,
+                                   p, self.eigenvalue_ratio)
         solver = Solver(g, model, make_penalty("group"), make_penalty("group", True, eps),
                         max_iter=self.max_iter, tol=self.tol)
         s = self._scale
         means = (np.asarray(self._fitted("means_"), dtype=np.float64)
                  - to_numpy(self._offset)) / s
         # from the precision factor, which stays finite where covariances_ overflow
-        cov = Covariance.from_precision_factor(
-            self.covariance_type, np.asarray(self._fitted("precisions_cholesky_")) * s, p)
+        kind, per_component = COVARIANCE_TYPES[self.covariance_type]
+        P = np.asarray(self._fitted("precisions_cholesky_")) * s
+        if per_component:
+            cov = ComponentCovariances.from_precision_factors(kind, P, p)
+        else:
+            cov = Covariance.from_precision_factor(kind, P, p)
         start = state_from(asarray(means, g.xp, like=g.sq_norms),
                            asarray(self._fitted("weights_"), g.xp, like=g.sq_norms), cov)
         return solver, start
@@ -406,9 +526,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         return float(np.mean(self.score_samples(X)))
 
     def _n_parameters(self):
-        p = self.means_.shape[1]
-        cov = {"spherical": 1, "diag": p, "full": p * (p + 1) // 2}[self.covariance_type]
-        return self.n_components * p + self.n_components - 1 + cov
+        k, p = self.n_components, self.means_.shape[1]
+        cov = {"tied_spherical": 1, "tied_diag": p, "tied": p * (p + 1) // 2, "spherical": k,
+               "diag": k * p, "full": k * p * (p + 1) // 2}[self.covariance_type]
+        return k * p + k - 1 + cov
 
     def bic(self, X):
         """Bayesian information criterion of the fitted mixture on X (lower is better).
@@ -443,6 +564,72 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         tags.input_tags.sparse = True
         tags.array_api_support = True
         return tags
+
+
+def check_weights_init(weights, n_components):
+    """``weights_init`` as a float64 array (or None), with scikit-learn's checks."""
+    if weights is None:
+        return None
+    w = check_array(weights, dtype=[np.float64, np.float32], ensure_2d=False,
+                    input_name="weights_init").astype(np.float64)
+    if w.shape != (n_components,):
+        raise ValueError(f"weights_init should have the shape ({n_components},) "
+                         f"(n_components,), but got {w.shape}.")
+    if np.any(w < 0) or np.any(w > 1):
+        raise ValueError("weights_init should be in the range [0, 1], but got min "
+                         f"{w.min():.5f} and max {w.max():.5f}.")
+    if not np.isclose(w.sum(), 1.0, rtol=0, atol=1e-8):
+        raise ValueError(f"weights_init should sum to 1, but got sum {w.sum():.8f}.")
+    return w
+
+
+def check_precisions_init(precisions, covariance_type, n_components, n_features):
+    """``precisions_init`` as a float64 array of the type's shape (or None).
+
+    Positive for the spherical and diagonal types, symmetric positive
+    definite matrices for "full" and "tied"; the errors say which.
+    """
+    if precisions is None:
+        return None
+    shape = covariance_shape(covariance_type, n_components, n_features)
+    P = check_array(np.asarray(precisions, dtype=np.float64) if np.ndim(precisions) == 0
+                    else precisions, dtype=[np.float64, np.float32], ensure_2d=False,
+                    allow_nd=True, ensure_min_samples=0, ensure_min_features=0,
+                    input_name="precisions_init").astype(np.float64)
+    if P.shape != shape:
+        raise ValueError(f"precisions_init for covariance_type={covariance_type!r} should "
+                         f"have the shape {shape}, but got {P.shape}.")
+    kind = COVARIANCE_TYPES[covariance_type][0]
+    if kind != "full":
+        if np.any(P <= 0):
+            raise ValueError(f"precisions_init for covariance_type={covariance_type!r} "
+                             "should be positive.")
+        return P
+    for c, matrix in enumerate(P.reshape(-1, n_features, n_features)):
+        where = "" if P.ndim == 2 else f"[{c}]"
+        if not np.allclose(matrix, matrix.T, rtol=1e-8, atol=0):
+            raise ValueError(f"precisions_init{where} should be symmetric.")
+        try:
+            np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"precisions_init{where} should be positive definite.") from None
+    return P
+
+
+def start_covariance(precisions, covariance_type, scale, dim):
+    """The covariance object of checked ``precisions_init`` in internal units (X / scale)."""
+    kind, per_component = COVARIANCE_TYPES[covariance_type]
+    if kind == "full":
+        P = np.asarray(precisions).reshape(-1, dim, dim)
+        values = np.array([np.linalg.inv(m) for m in P])
+        values = (values + np.swapaxes(values, 1, 2)) / 2
+        values = values if per_component else values[0]
+    else:
+        values = 1.0 / np.asarray(precisions, dtype=np.float64)
+    values = values / (scale * scale)
+    if per_component:
+        return ComponentCovariances(kind, values, dim)
+    return Covariance(kind, values, dim)
 
 
 def check_mixture_weights(estimator):

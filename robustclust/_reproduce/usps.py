@@ -226,7 +226,7 @@ def fit_rkm(problem, init):
 def fit_rpc(problem, init):
     """RPC (spherical sigma^2 I) flagging s points, from the seeds; trimmed NLL."""
     model = RobustGaussianMixture(N_CLUSTERS, n_outliers=problem.n_outliers,
-                                  covariance_type="spherical", init=init.centers,
+                                  covariance_type="tied_spherical", init=init.centers,
                                   n_init=1).fit(problem.X)
     return _from_estimator(model, trimmed_sum(-model.score_samples(problem.X),
                                               problem.n_outliers))
@@ -361,7 +361,7 @@ def weighted_comparison(problem, rkm, rpc):
         ("WRKM", rkm, lambda: RobustKMeans(N_CLUSTERS, n_outliers=s, weighted=True,
                                            init=rkm.model.cluster_centers_, n_init=1)),
         ("WRPC", rpc, lambda: RobustGaussianMixture(N_CLUSTERS, n_outliers=s, weighted=True,
-                                                    covariance_type="spherical",
+                                                    covariance_type="tied_spherical",
                                                     init=rpc.model.means_, n_init=1)),
     )
     for name, base, make in cases:

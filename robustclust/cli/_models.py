@@ -22,7 +22,7 @@ from .. import (
 from .._estimators.kernel import NAMED_KERNELS
 
 METHODS = ("kmeans", "soft", "gmm")
-COVARIANCES = ("spherical", "diag", "full")
+COVARIANCES = ("tied_spherical", "tied_diag", "tied", "spherical", "diag", "full")
 KERNELS = NAMED_KERNELS
 INITS = ("robust", "k-means++", "random", "spectral", "robust-kmeans")
 APPROXIMATIONS = ("exact", "nystroem")
@@ -105,7 +105,7 @@ def build_estimator(options, *, graph=False):
         estimator = KernelRobustGaussianMixture(options.n_clusters, **common)
     elif options.method == "gmm":
         estimator = RobustGaussianMixture(
-            options.n_clusters, covariance_type=options.covariance or "spherical", **common)
+            options.n_clusters, covariance_type=options.covariance or "tied_spherical", **common)
     elif kernel:
         estimator = KernelRobustKMeans(options.n_clusters, q=q, **common)
     else:

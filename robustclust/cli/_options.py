@@ -148,8 +148,8 @@ model_options = _options(
     click.option("--q", type=click.FloatRange(min=1, min_open=True),
                  help="Fuzzifier of --method soft (default: 1.5)."),
     click.option("--covariance", type=click.Choice(COVARIANCES),
-                 help="Covariance of --method gmm, common to all clusters "
-                      "(default: spherical)."),
+                 help="Covariance of --method gmm: tied_* common to all clusters, the "
+                      "others one per cluster (default: tied_spherical, the paper's)."),
     click.option("--weighted", is_flag=True,
                  help="Weighted (log-penalty) variant: flagged rows pull less on the fit."),
     click.option("--kernel", type=click.Choice(KERNELS),

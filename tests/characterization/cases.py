@@ -87,8 +87,16 @@ def RKM(*args, init="k-means++", **kwargs):
     return RobustKMeans(*args, init=init, **kwargs)
 
 
-def RPC(*args, init="robust-kmeans", **kwargs):
-    return RobustGaussianMixture(*args, init=init, **kwargs)
+#: The common-covariance types under their names since per-component covariances
+#: arrived (the recorded version called them "spherical", "diag" and "full").
+_COMMON = {"spherical": "tied_spherical", "diag": "tied_diag", "full": "tied"}
+
+
+def RPC(*args, init="robust-kmeans", covariance_type="spherical", **kwargs):
+    """RPC with one covariance common to all components (every version's meaning)."""
+    if RobustGaussianMixture().covariance_type.startswith("tied"):  # the new names
+        covariance_type = _COMMON[covariance_type]
+    return RobustGaussianMixture(*args, init=init, covariance_type=covariance_type, **kwargs)
 
 
 def KRKM(*args, init="k-means++", **kwargs):
