@@ -226,7 +226,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         self._n_init = self.n_init
         if isinstance(self.init, str):
             return
-        means = check_array(self.init, dtype=[np.float64, np.float32], input_name="init")
+        means = check_array(to_numpy(self.init), dtype=[np.float64, np.float32],
+                            input_name="init")
         if means.shape != (self.n_components, X.shape[1]):
             raise ValueError(
                 f"The shape of the initial means {means.shape} does not match the "
@@ -261,8 +262,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     def _initializations(self, solver, X, sample_weight, rng):
         g = solver.geometry
         if not isinstance(self.init, str):
-            means = (np.asarray(self.init, dtype=np.float64) - to_numpy(self._offset)) \
-                / self._scale
+            means = np.asarray(to_numpy(self.init), dtype=np.float64)
+            means = (means - to_numpy(self._offset)) / self._scale
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
@@ -302,7 +303,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         o = state.outliers
         if o.count:
             self.outlier_scores_[np.asarray(to_numpy(o.index, xp))] = to_numpy(o.sizes, xp)
-        self.outlier_vectors_ = outlier_matrix(problem, state, problem.dtype)
+        self.outlier_vectors_ = (outlier_matrix(problem, state, problem.dtype) if g.is_numpy
+                                 else None)  # SciPy: NumPy input only
         self.eps_ = self._eps
         if self.n_outliers_ == n:
             warnings.warn(
