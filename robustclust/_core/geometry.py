@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
-from .backend import asarray, bincount, namespace, onehot, pick, rowdot, set_rows, take
+from .backend import asarray, bincount, maximum, namespace, onehot, pick, rowdot, set_rows, take
 
 
 #: Largest N * C for which hard K-means' centre sums use a dense indicator.
@@ -82,7 +82,7 @@ class Products:
         """||x_n - m_c||^2 for all points and centres, (N, C) (eq. (37), o = 0)."""
         xp = self.xp
         D = self.diag[:, None] - 2.0 * self.cross + _diagonal(self.gram, xp)[None, :]
-        return xp.maximum(D, 0.0) if xp is not np else np.maximum(D, 0.0, out=D)
+        return maximum(D, 0.0, xp) if xp is not np else np.maximum(D, 0.0, out=D)
 
     def residual_sq_norms(self, W):
         """||x_n - sum_c w_nc m_c||^2: the residual norms of eq. (12) (and (33)).
@@ -96,7 +96,7 @@ class Products:
         else:
             r2 = (self.diag - 2.0 * rowdot(W, self.cross, xp)
                   + rowdot(W @ self.gram, W, xp))
-        return xp.maximum(r2, 0.0)
+        return maximum(r2, 0.0, xp)
 
     def removed_sq_distances(self, shrink, W):
         """||x_n - o_n - m_c||^2 for every point and centre, (N, C) (eq. (37)).
@@ -123,7 +123,7 @@ class Products:
         D = ((t * t * self.diag + shrink * shrink * quad)[:, None]
              + 2.0 * t[:, None] * (shrink[:, None] * cross_w[:, None] - kb)
              - 2.0 * shrink[:, None] * GW + _diagonal(self.gram, xp)[None, :])
-        return xp.maximum(D, 0.0)
+        return maximum(D, 0.0, xp)
 
     def rows(self, index):
         """The products of the points ``index`` only."""

@@ -52,7 +52,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .backend import asarray, bincount, flatnonzero, logsumexp, minimum, pick, take, where
+from .backend import (asarray, bincount, colsum, device, flatnonzero, logsumexp, maximum, minimum, pick,
+                      take, where)
 from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
@@ -163,7 +164,7 @@ class KMeansModel:
         elif self.hard:
             T = _diag(products.gram, xp)[None, :] - 2.0 * products.cross
             labels = xp.argmin(T, axis=1)
-            return labels, None, xp.maximum(products.diag + pick(T, labels, xp), 0.0)
+            return labels, None, maximum(products.diag + pick(T, labels, xp), 0.0, xp)
         else:
             D = products.sq_distances()
         if self.hard:
@@ -211,7 +212,7 @@ class KMeansModel:
         sums = geometry.point_sums(V)
         if subtract and state.n_outliers:
             sums = sums - geometry.outlier_sums(V, state.outliers, state.centers)
-        totals = V.totals(xp) if isinstance(V, Assignment) else xp.sum(V, axis=0)
+        totals = V.totals(xp) if isinstance(V, Assignment) else colsum(V, xp)
         return self.divide(solver, sums, totals, state)
 
     def divide(self, solver, sums, totals, state):
@@ -403,8 +404,8 @@ class MixtureModel:
             if penalty.weighted:
                 lam_n = lam / (t0 + penalty.eps)
             else:
-                lam_n = xp.full(outliers.count, float(lam)) if xp is not np else \
-                    np.full(outliers.count, float(lam))
+                lam_n = xp.full(outliers.count, float(lam), device=device(t0)) \
+                    if xp is not np else np.full(outliers.count, float(lam))
         if self.kind == "spherical":
             trace = float(xp.sum(resp * D_raw))
             a = float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0
@@ -427,7 +428,7 @@ class MixtureModel:
         xp = solver.xp
         geometry = solver.geometry
         resp = state.memberships
-        nk = xp.sum(resp, axis=0) + _TINY
+        nk = colsum(resp, xp) + _TINY
         weights = nk / xp.sum(nk)
         sums = geometry.point_sums(resp)
         if state.n_outliers:

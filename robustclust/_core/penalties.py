@@ -40,7 +40,7 @@ previous iterate, so one MM step never increases the true cost.
 
 import numpy as np
 
-from .backend import flatnonzero, take, where
+from .backend import device, flatnonzero, take, where
 from .state import Outliers
 
 
@@ -88,8 +88,8 @@ class GroupPenalty:
     def threshold_of_norms(self, lam, norms, xp=np):
         """Thresholds from the previous norms ||o_n|| (k,), as ``threshold_at``."""
         if not self.weighted:
-            return xp.full(norms.shape[0], lam / 2.0) if xp is not np else \
-                np.full(len(norms), lam / 2.0)
+            return xp.full(norms.shape[0], lam / 2.0, device=device(norms)) \
+                if xp is not np else np.full(len(norms), lam / 2.0)
         return lam / (2.0 * (norms + self.eps))
 
     def point_thresholds(self, lam, prev_norms):

@@ -34,7 +34,7 @@ from scipy import stats
 
 from .. import _progress
 from . import _fused
-from .backend import asarray, scalar, to_numpy
+from .backend import asarray, scalar, set_masked_rows, to_numpy
 from .geometry import dense_rows
 from .state import dense_outliers
 from .selection import DEFAULT_FALSE_ALARM, default_lambda, robust_distance_threshold
@@ -124,14 +124,15 @@ class Solver:
         penalty, NumPy) through the points themselves.
         """
         if not outliers.explicit:
-            if self.xp is not np:  # no scatter in the standard: every point's formula
-                return products.removed_sq_distances(outliers.shrink_full,
-                                                     outliers.weights_full)
-            D = products.sq_distances()
             index = outliers.index
-            D[index] = products.rows(index).removed_sq_distances(outliers.shrink,
-                                                                 outliers.weights)
-            return D
+            removed = products.rows(index).removed_sq_distances(outliers.shrink,
+                                                                outliers.weights)
+            D = products.sq_distances()
+            if self.xp is np:
+                D[index] = removed
+                return D
+            # the standard scatters by a boolean mask (rows in index order)
+            return set_masked_rows(D, outliers.shrink_full > 0, removed, self.xp)
         D = products.sq_distances()
         Y = dense_rows(self.geometry.X, outliers.index) - outliers.rows
         M = np.asarray(centers, dtype=np.float64)

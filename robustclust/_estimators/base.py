@@ -47,7 +47,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._core._dense import centre_with_extent
-from .._core.backend import asarray, namespace, to_numpy
+from .._core.backend import asarray, colsum, namespace, to_numpy
 from .._core.refine import refine_fit
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
@@ -121,7 +121,8 @@ class Problem:
         """Centres in the user's units (coefficients for kernel geometries)."""
         if self.solver.geometry.kernel:
             return np.asarray(state.centers)
-        return to_numpy(state.centers, self.solver.xp) * self.scale + self.offset
+        xp = self.solver.xp
+        return to_numpy(state.centers, xp) * self.scale + to_numpy(self.offset, xp)
 
     def user_outlier_norms(self, state):
         """||o_n|| of every point in the user's units (feature space for kernels), (N,)."""
@@ -180,7 +181,8 @@ def internal_units(X, offset=None, scale=None):
         return (X if scale == 1.0 else _divide(X, scale)), offset, scale
     top = None
     if offset is None:
-        offset = xp.mean(X, axis=0)
+        offset = xp.mean(X, axis=0) if is_numpy else \
+            xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
         if is_numpy and X.shape[0] > 1:
             offset, Xc, top = _robust_offset(X, offset)
         else:

@@ -317,8 +317,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self._n_init = self.n_init
         if isinstance(self.init, str):
             return
-        init = check_array(self.init, dtype=[np.float64, np.float32], ensure_all_finite=False,
-                           input_name="init")
+        init = check_array(to_numpy(self.init), dtype=[np.float64, np.float32],
+                           ensure_all_finite=False, input_name="init")
         if init.shape != (self.n_clusters, X.shape[1]):
             raise ValueError(
                 f"The shape of the initial centres {init.shape} does not match "
@@ -369,7 +369,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _initializations(self, solver, X, sample_weight, rng):
         g = solver.geometry
         if not isinstance(self.init, str):
-            init = (np.asarray(self.init, dtype=np.float64) - to_numpy(self._offset)) / self._scale
+            init = np.asarray(to_numpy(self.init), dtype=np.float64)
+            init = (init - to_numpy(self._offset)) / self._scale
             return [asarray(init, g.xp, like=g.sq_norms, dtype=g.dtype)]
         Xh = to_numpy(g.X, g.xp)
         w = np.asarray(to_numpy(sample_weight, g.xp), dtype=np.float64)
@@ -389,7 +390,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         else:
             U = _as_dtype(to_numpy(state.memberships, g.xp), dtype)
         self.memberships_ = U
-        self.outlier_vectors_ = outlier_matrix(problem, state, dtype)
+        # an N x p SciPy matrix: NumPy input only (None on other namespaces)
+        self.outlier_vectors_ = outlier_matrix(problem, state, dtype) if g.is_numpy else None
         self.eps_ = None if self._eps is None else self._eps * problem.scale
         self._n_features_out = self.n_clusters
 

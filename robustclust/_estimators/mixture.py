@@ -333,7 +333,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         if not given:
             return
         name = given[0]
-        means = check_array(getattr(self, name), dtype=[np.float64, np.float32],
+        means = check_array(to_numpy(getattr(self, name)), dtype=[np.float64, np.float32],
                             input_name=name)
         if means.shape != (C, p):
             raise ValueError(
@@ -417,7 +417,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         o = state.outliers
         if o.count:
             self.outlier_scores_[np.asarray(to_numpy(o.index, xp))] = to_numpy(o.sizes, xp)
-        self.outlier_vectors_ = outlier_matrix(problem, state, problem.dtype)
+        self.outlier_vectors_ = (outlier_matrix(problem, state, problem.dtype) if g.is_numpy
+                                 else None)  # SciPy: NumPy input only
         self.eps_ = self._eps
         if self.n_outliers_ == n:
             warnings.warn(
