@@ -68,21 +68,33 @@ INIT = np.array([[-5.0, -5.0], [5.0, 5.0], [-5.0, 5.0], [5.0, -5.0]])
 
 
 def estimators():
-    """The estimators compared; those with an explicit ``init`` get it in the namespace."""
+    """The estimators compared; an explicit ``init`` (and the mixture's ``means_init``,
+    ``weights_init``, ``precisions_init``) is given in the namespace."""
     return [
         RobustKMeans(4, lam=4.0, n_init=2, random_state=0),
         RobustKMeans(4, n_outliers=40, n_init=2, random_state=0),
         RobustKMeans(4, q=1.5, n_init=2, random_state=0),
         RobustKMeans(4, lam=3.0, weighted=True, n_init=2, random_state=0),
         RobustGaussianMixture(4, n_outliers=40, n_init=2, random_state=0),
-        RobustGaussianMixture(4, lam=1.5, covariance_type="diag", n_init=2, random_state=0),
-        RobustGaussianMixture(4, n_outliers=40, covariance_type="full", n_init=2,
+        RobustGaussianMixture(4, lam=1.5, covariance_type="tied_diag", n_init=2,
+                              random_state=0),
+        RobustGaussianMixture(4, n_outliers=40, covariance_type="tied", n_init=2,
                               random_state=0),
         RobustKMeans(4, n_init=2, random_state=0),
-        RobustGaussianMixture(4, lam=1.5, covariance_type="full", weighted=True, n_init=2,
+        RobustGaussianMixture(4, lam=1.5, covariance_type="tied", weighted=True, n_init=2,
                               random_state=0),
         RobustKMeans(4, n_outliers=40, init=INIT),
         RobustGaussianMixture(4, n_outliers=40, init=INIT),
+        # one covariance per component
+        RobustGaussianMixture(4, n_outliers=40, covariance_type="full", n_init=2,
+                              random_state=0),
+        RobustGaussianMixture(4, lam=1.5, covariance_type="diag", weighted=True, n_init=2,
+                              random_state=0),
+        RobustGaussianMixture(4, lam=1.5, covariance_type="spherical", eigenvalue_ratio=5.0,
+                              n_init=2, random_state=0),
+        RobustGaussianMixture(4, lam=2.0, covariance_type="full", means_init=INIT,
+                              weights_init=np.full(4, 0.25),
+                              precisions_init=np.repeat(np.eye(2)[None], 4, axis=0)),
     ]
 
 
@@ -105,6 +117,9 @@ def check(name):
             got = sklearn.base.clone(est)
             if not isinstance(est.init, str):
                 got.set_params(init=to_xp(est.init))
+            for name in ("means_init", "weights_init", "precisions_init"):
+                if getattr(est, name, None) is not None:
+                    got.set_params(**{name: to_xp(getattr(est, name))})
             got.fit(to_xp(X))
             labels = got.predict(to_xp(X_new))
         label = repr(est)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 CHECK = Path(__file__).with_name("array_namespace_check.py")
-N_ESTIMATORS = 11
+N_ESTIMATORS = 15
 
 
 def run_check(backend):

@@ -92,11 +92,13 @@ import numpy as np
 
 from .backend import (
     asarray,
+    colsum,
+    device,
     flatnonzero,
     logsumexp,
+    maximum,
     rowdot,
-    scatter_values,
-    set_rows,
+    set_masked_rows,
     take,
     where,
 )
@@ -208,8 +210,9 @@ class ComponentMixtureModel:
             index = outliers.index
             if xp is np:
                 log_prob[index] -= charge
-            else:
-                log_prob = set_rows(log_prob, index, take(log_prob, index, xp) - charge, xp)
+            else:  # the standard scatters by a boolean mask (rows in index order)
+                log_prob = set_masked_rows(log_prob, outliers.flagged_full,
+                                           take(log_prob, index, xp) - charge, xp)
         log_norm = logsumexp(log_prob, xp)
         resp = xp.exp(log_prob - log_norm[:, None])
         return resp, log_norm, -float(xp.sum(log_norm))
@@ -220,14 +223,13 @@ class ComponentMixtureModel:
         g = solver.geometry
         if outliers.count:
             rows = g.outlier_rows(outliers, centers)
-            outliers.component_sizes = xp.sqrt(xp.maximum(row_sq_norms(rows, covs, xp), 0.0))
+            outliers.component_sizes = _sizes(rows, covs, xp)
         D = g.component_sq_distances(centers, covs, outliers)
         resp, log_norm, cost = self.e_step(solver, D, weights, covs, outliers, lam, penalty)
         if outliers.count:
-            sizes = xp.sum(take(resp, outliers.index, xp) * outliers.component_sizes, axis=1)
-            outliers.sizes = sizes
-            outliers.sizes_full = scatter_values(g.n_samples, outliers.index, sizes, xp,
-                                                 like=D)
+            outliers.sizes = xp.sum(take(resp, outliers.index, xp) * outliers.component_sizes,
+                                    axis=1)
+            outliers.sizes_full = _scatter(outliers, outliers.sizes, g.n_samples, xp, like=D)
         return State(centers, None, xp.argmax(resp, axis=1), resp, outliers, -log_norm, cost,
                      weights=weights, covariance=covs)
 
@@ -244,13 +246,14 @@ class ComponentMixtureModel:
         n = W.shape[0]
         if covs.kind != "full":
             quad = rowdot(G, prec.solve(prec.weighted(W), G), xp)
-        else:
+        else:  # a p x p solve per point, a block of rows at a time
             parts = []
             for start in range(0, n, CHUNK_ROWS):
-                Wc, Gc = W[start:start + CHUNK_ROWS, :], G[start:start + CHUNK_ROWS, :]
+                stop = min(start + CHUNK_ROWS, n)
+                Wc, Gc = W[start:stop, :], G[start:stop, :]
                 parts.append(rowdot(Gc, prec.solve(prec.weighted(Wc), Gc), xp))
             quad = parts[0] if len(parts) == 1 else xp.concat(parts)
-        return xp.maximum(first + quad, 0.0)
+        return maximum(first + quad, 0.0, xp)
 
     def _penalty_weights(self, lam, penalty, sizes):
         """lam_nc of the O-step: lam, or lam / (t_nc + eps) for the log penalty (eq. (30))."""
@@ -269,13 +272,13 @@ class ComponentMixtureModel:
         D0 = g.component_sq_distances(M, covs)
         r2 = self.residual_sq_norms(solver, D0, resp, M, covs)
         base = lam / penalty.eps if penalty.weighted else lam
-        flagged_before = prev.sizes_full > 0 if prev.count else None
+        before = _flagged(prev, xp) if prev.count else None
         tau = _full_thresholds(self, lam, penalty, prev, resp, base, n, xp, like=r2)
         norms = xp.sqrt(r2)
         shrink = where(r2 > tau * tau, 1.0 - tau / where(norms > 0, norms, 1.0, xp), 0.0, xp)
         keep = shrink > 0
-        if flagged_before is not None:
-            keep = keep | flagged_before
+        if before is not None:
+            keep = keep | before
         index = flatnonzero(keep, xp)
         if xp is np:
             index = index.astype(np.intp, copy=False)
@@ -285,58 +288,60 @@ class ComponentMixtureModel:
         Wk = take(resp, index, xp)
         Xk = g.points(index)
         A = prec.weighted(Wk)
-        z = prec.solve(A, Wk @ prec.times_centres(M))
-        R = Xk - z                                          # r_n
-        O = take(shrink, index, xp)[:, None] * R            # the shrinkage step
+        R = Xk - prec.solve(A, Wk @ prec.times_centres(M))   # r_n
+        O = take(shrink, index, xp)[:, None] * R             # the shrinkage step
         if prev.count:
-            O = self._improve(solver, prev, index, O, R, Xk, Wk, A, M, covs, prec, lam,
-                              penalty)
+            O = self._improve(solver, prev, index, take(before, index, xp), O, R, Xk, Wk, A,
+                              M, covs, prec, lam, penalty)
         nonzero = xp.any(O != 0, axis=1)
         if not bool(xp.all(nonzero)):
+            keep = set_masked_rows(keep, keep, nonzero, xp) if xp is not np else keep
             pos = flatnonzero(nonzero, xp)
             index, O, Wk = take(index, pos, xp), take(O, pos, xp), take(Wk, pos, xp)
             if index.shape[0] == 0:
                 return no_outliers(n, xp, like=resp)
-        T = xp.sqrt(xp.maximum(row_sq_norms(O, covs, xp), 0.0))
-        sizes = xp.sum(Wk * T, axis=1)
-        out = Outliers(index, shrink=None, weights=Wk, sizes=sizes, rows=O,
-                       euclidean=xp.sqrt(rowdot(O, O, xp)),
-                       sizes_full=scatter_values(n, index, sizes, xp, like=r2),
-                       weights_full=resp)
-        out.component_sizes = T
+            if xp is np:
+                keep = np.zeros(n, dtype=bool)
+                keep[index] = True
+        T = _sizes(O, covs, xp)
+        out = Outliers(index, shrink=None, weights=Wk, sizes=xp.sum(Wk * T, axis=1), rows=O,
+                       euclidean=xp.sqrt(rowdot(O, O, xp)), weights_full=resp,
+                       component_sizes=T, flagged_full=keep)
+        out.sizes_full = _scatter(out, out.sizes, n, xp, like=r2)
         return out
 
-    def _improve(self, solver, prev, index, O, R, Xk, Wk, A, M, covs, prec, lam, penalty):
-        """Rows of points flagged before: the best by h_n of o_I, the shrinkage, and 0."""
+    def _improve(self, solver, prev, index, before, O, R, Xk, Wk, A, M, covs, prec, lam,
+                 penalty):
+        """Rows of points flagged before: the best by h_n of o_I, the shrinkage, and 0.
+
+        ``before`` marks those points among the rows ``index``.
+        """
         xp = solver.xp
-        pos = xp.searchsorted(index, prev.index)
-        O_prev = prev.rows
+        pos = flatnonzero(before, xp)
         T_prev = prev.component_sizes
         W_p = take(Wk, pos, xp)
         lam_c = self._penalty_weights(lam, penalty, T_prev)
         # o_I = (A + sum_c gamma lam_c Lambda_c / t_c)^-1 A r
-        A_p = take(A, pos, xp)
-        R_p = take(R, pos, xp)
-        O_irls = prec.solve(prec.weighted(W_p + W_p * lam_c / T_prev), prec.apply(A_p, R_p))
+        O_irls = prec.solve(prec.weighted(W_p + W_p * lam_c / T_prev),
+                            prec.apply(take(A, pos, xp), take(R, pos, xp)))
         Y = take(Xk, pos, xp)
 
         def cost(o):
             quad = 0.5 * xp.sum(W_p * row_sq_distances(Y - o, M, covs, xp), axis=1)
-            t = xp.sqrt(xp.maximum(row_sq_norms(o, covs, xp), 0.0))
-            return quad + xp.sum(W_p * lam_c * t, axis=1)
+            return quad + xp.sum(W_p * lam_c * _sizes(o, covs, xp), axis=1)
 
         O_shrink = take(O, pos, xp)
         h_shrink, h_irls = cost(O_shrink), cost(O_irls)
         h_zero = cost(xp.zeros_like(O_shrink))
+        # the shrinkage unless IRLS is clearly better (equal precisions: the tied step)
         slack = 1e-12 * xp.abs(h_shrink)
         best = where((h_irls < h_shrink - slack)[:, None], O_irls, O_shrink, xp)
-        h_best = xp.minimum(h_shrink, h_irls)
-        best = where((h_zero <= h_best)[:, None], 0.0, best, xp)
+        best = where((h_zero <= xp.minimum(h_shrink, h_irls))[:, None], 0.0, best, xp)
         if xp is np:
             O = O.copy()
             O[pos] = best
             return O
-        return set_rows(O, pos, best, xp)
+        return set_masked_rows(O, before, best, xp)
 
     # -- Sigma-step --------------------------------------------------------------------------
     def covariance_step(self, solver, lam, penalty, resp, nk, centers, outliers):
@@ -409,7 +414,7 @@ class ComponentMixtureModel:
         xp = solver.xp
         g = solver.geometry
         resp = state.memberships
-        nk = xp.sum(resp, axis=0) + _TINY
+        nk = colsum(resp, xp) + _TINY
         weights = nk / xp.sum(nk)
         sums = g.point_sums(resp)
         if state.n_outliers:
@@ -471,8 +476,8 @@ class ComponentMixtureModel:
             if len(members) < least:
                 values.append(np.asarray(cov.value, dtype=np.float64))
                 continue
-            R = np.asarray(solver.to_host(g.points(asarray(members, xp, like=d2)
-                                                   if xp is not np else members))) - M[c]
+            rows = g.points(members if xp is np else asarray(members, xp, like=g.sq_norms))
+            R = np.asarray(solver.to_host(rows)) - M[c]
             if self.kind == "spherical":
                 value = factor * float((R * R).sum()) / (len(members) * self.dim)
             elif self.kind == "diag":
@@ -530,18 +535,39 @@ def _full_thresholds(model, lam, penalty, prev, resp, base, n, xp, like):
     """tau_n of every point: ``base`` (lam, or lam / eps) for points with o = 0 before;
     sqrt(sum_c gamma_nc lam_nc^2) for points flagged before (the log penalty's
     weights differ by component)."""
+    tau = np.full(n, float(base)) if xp is np else \
+        xp.full(n, float(base), dtype=xp.float64, device=device(like))
     if not penalty.weighted or prev is None or not prev.count:
-        return asarray(np.full(n, float(base)), xp, like=like) if xp is not np \
-            else np.full(n, float(base))
+        return tau
     lam_c = model._penalty_weights(lam, penalty, prev.component_sizes)
     W = take(resp, prev.index, xp)
     tau_prev = xp.sqrt(xp.sum(W * lam_c * lam_c, axis=1))
-    tau = asarray(np.full(n, float(base)), xp, like=like) if xp is not np \
-        else np.full(n, float(base))
     if xp is np:
         tau[prev.index] = tau_prev
         return tau
-    return set_rows(tau, prev.index, tau_prev, xp)
+    return set_masked_rows(tau, _flagged(prev, xp), tau_prev, xp)
+
+
+def _flagged(outliers, xp):
+    """The bool mask of the points with a row in ``outliers``, (N,)."""
+    if outliers.flagged_full is not None:
+        return outliers.flagged_full
+    return outliers.sizes_full > 0
+
+
+def _scatter(outliers, values, n, xp, like):
+    """A length-n vector with ``values`` on the outliers' rows, 0 elsewhere."""
+    if xp is np:
+        out = np.zeros(n)
+        out[outliers.index] = values
+        return out
+    zeros = xp.zeros(n, dtype=xp.float64, device=device(like))
+    return set_masked_rows(zeros, _flagged(outliers, xp), values, xp)
+
+
+def _sizes(rows, covs, xp):
+    """||o_k||_{Lambda_c} of outlier rows in every component's norm, (k, C)."""
+    return xp.sqrt(maximum(row_sq_norms(rows, covs, xp), 0.0, xp))
 
 
 def _float64(centers, xp):

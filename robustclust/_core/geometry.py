@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
-from .backend import asarray, bincount, maximum, namespace, onehot, pick, rowdot, set_rows, take
+from .backend import (asarray, bincount, maximum, namespace, onehot, pick, rowdot,
+                      set_masked_rows, take)
 
 
 #: Largest N * C for which hard K-means' centre sums use a dense indicator.
@@ -373,7 +374,7 @@ class LinearGeometry:
             Mp = prec * M
             D = (self._squares_times(prec) - 2.0 * self._dot(Mp)
                  + xp.sum(Mp * M, axis=1)[None, :])
-            D = xp.maximum(D, 0.0)
+            D = maximum(D, 0.0, xp)
         else:
             cols = []
             for c in range(C):
@@ -383,7 +384,11 @@ class LinearGeometry:
             D = xp.stack(cols, axis=1)
         if outliers is not None and outliers.count:
             Y = dense_rows(self.X, outliers.index, xp) - self.outlier_rows(outliers, centers)
-            D = set_rows(D, outliers.index, row_sq_distances(Y, M, covs, xp), xp)
+            removed = row_sq_distances(Y, M, covs, xp)
+            if xp is np:
+                D[outliers.index] = removed
+            else:  # the standard scatters by a boolean mask (rows in index order)
+                D = set_masked_rows(D, outliers.flagged_full, removed, xp)
         return D
 
     def component_scatter(self, V, nk, centers, outliers):

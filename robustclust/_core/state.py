@@ -58,6 +58,9 @@ class Outliers:
     component_sizes : array of shape (k, C) or None
         ||o_n|| in each component's Sigma_c^-1 norm (the mixture with one
         covariance per component; ``sizes`` is then their posterior mean).
+    flagged_full : bool array of shape (N,) or None
+        o_n != 0 for every point: the mask by which the array API standard
+        scatters the k rows (it has no integer-array assignment).
     """
 
     index: object
@@ -70,6 +73,7 @@ class Outliers:
     sizes_full: object = None
     weights_full: object = None
     component_sizes: object = None
+    flagged_full: object = None
 
     @property
     def count(self):

@@ -321,8 +321,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     def _check_init(self, X):
         self._n_init = self.n_init
         C, p = self.n_components, X.shape[1]
-        self._start_weights = check_weights_init(self.weights_init, C)
-        self._start_precisions = check_precisions_init(self.precisions_init,
+        self._start_weights = check_weights_init(to_numpy(self.weights_init), C)
+        self._start_precisions = check_precisions_init(to_numpy(self.precisions_init),
                                                        self.covariance_type, C, p)
         given = [name for name, value in (("init", self.init), ("means_init", self.means_init))
                  if value is not None and not isinstance(value, str)]
