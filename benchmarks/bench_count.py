@@ -26,7 +26,7 @@ MODELS = {
     "soft RKM": lambda C, **kw: RobustKMeans(C, q=1.5, **kw),
     "weighted RKM": lambda C, **kw: RobustKMeans(C, weighted=True, **kw),
     "RPC spherical": lambda C, **kw: RobustGaussianMixture(C, **kw),
-    "RPC tied": lambda C, **kw: RobustGaussianMixture(C, covariance_type="full", **kw),
+    "RPC tied": lambda C, **kw: RobustGaussianMixture(C, covariance_type="tied", **kw),
 }
 
 

@@ -1,9 +1,10 @@
 """Time per EM iteration: RobustGaussianMixture vs scikit-learn's GaussianMixture.
 
-Same data, same process, same initial parameters (means, weights, covariance);
-spherical (ours: one common sigma^2; scikit-learn's: one per component) and
-full (ours) vs tied (scikit-learn).  Per-iteration cost is
-(t(2k iterations) - t(k)) / k, median over repeats; fixed lam.
+Same data, same process, same initial parameters (means, weights, covariances);
+tied_spherical (ours: one common sigma^2; scikit-learn's spherical: one per
+component), tied vs tied, and the per-component types against scikit-learn's
+same types.  Per-iteration cost is (t(2k iterations) - t(k)) / k, median over
+repeats; fixed lam.
 
     python benchmarks/bench_mixture.py [--n 200000] [--p 32] [--c 16] [--repeats 5]
 """
@@ -36,21 +37,24 @@ def main():
     lam = float(np.sqrt(chi2.isf(1e-3, args.p)))  # the default: 0.1% of Gaussian inliers
     print(f"N={args.n}, p={args.p}, C={args.c}, lam={lam:.3f}; per-iteration cost = "
           f"(t({2 * args.iters} it) - t({args.iters} it)) / {args.iters}, median of {args.repeats}")
-    print(f"{'ours':10s} {'sklearn':8s} {'ours ms/it':>10s} {'sklearn ms/it':>13s} {'ratio':>6s}"
+    print(f"{'ours':14s} {'sklearn':9s} {'ours ms/it':>10s} {'sklearn ms/it':>13s} {'ratio':>6s}"
           f" {'outliers':>9s}")
-    for ours_type, ref_type in [("spherical", "spherical"), ("full", "tied")]:
+    for ours_type, ref_type in [("tied_spherical", "spherical"), ("tied", "tied"),
+                                ("spherical", "spherical"), ("diag", "diag"), ("full", "full")]:
         est = RobustGaussianMixture(args.c, covariance_type=ours_type, reg_covar=0)
         problem = est.build_problem(X)   # the solver sees X minus problem.offset
         solver = problem.solver
         _, w, cov = solver.model.initial_parameters(solver, M0 - problem.offset)
+        w = np.asarray(w)
         M, cov = M0, cov.value
-        if ref_type == "spherical":
+        ours_precisions = np.linalg.inv(cov) if ref_type in ("tied", "full") else 1.0 / cov
+        precisions = ours_precisions
+        if ours_type == "tied_spherical":  # scikit-learn's: one (equal) per component
             precisions = np.full(args.c, 1.0 / cov)
-        else:
-            precisions = np.linalg.inv(cov)
 
         def ours(k):
             return RobustGaussianMixture(args.c, lam=lam, covariance_type=ours_type, init=M0,
+                                         weights_init=w, precisions_init=ours_precisions,
                                          n_init=1, tol=0, max_iter=k, reg_covar=0)
 
         def ref(k):
@@ -61,7 +65,7 @@ def main():
         it_ours, _ = per_iteration(ours, X, args.iters, args.repeats)
         it_ref, _ = per_iteration(ref, X, args.iters, args.repeats)
         flagged = ours(args.iters).fit(X).n_outliers_
-        print(f"{ours_type:10s} {ref_type:8s} {1e3 * it_ours:10.1f} {1e3 * it_ref:13.1f} "
+        print(f"{ours_type:14s} {ref_type:9s} {1e3 * it_ours:10.1f} {1e3 * it_ref:13.1f} "
               f"{it_ours / it_ref:6.2f} {flagged:9d}")
 
 

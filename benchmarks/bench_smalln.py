@@ -30,7 +30,7 @@ ROWS = {
     "soft RKM": lambda n: RobustKMeans(3, q=1.5, n_outliers=n // 2, random_state=0),
     "hard RKM": lambda n: RobustKMeans(3, n_outliers=n // 2, random_state=0),
     "RPC spherical": lambda n: RobustGaussianMixture(3, n_outliers=n // 2, random_state=0),
-    "RPC tied": lambda n: RobustGaussianMixture(3, covariance_type="full",
+    "RPC tied": lambda n: RobustGaussianMixture(3, covariance_type="tied",
                                                 n_outliers=n // 2, random_state=0),
     "sklearn GaussianMixture": lambda n: GaussianMixture(3, random_state=0),
     "sklearn GaussianMixture n_init=10": lambda n: GaussianMixture(3, n_init=10,

@@ -24,13 +24,13 @@ CASES = {
 from robustclust import RobustGaussianMixture
 from robustclust.datasets import make_blobs_with_outliers
 X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
-est = RobustGaussianMixture(4, n_outliers=80, covariance_type="full", random_state=0)
+est = RobustGaussianMixture(4, n_outliers=80, covariance_type="tied", random_state=0)
 """,
     "digits, full mixture, k=10": """
 from sklearn.datasets import load_digits
 from robustclust import RobustGaussianMixture
 X = load_digits().data
-est = RobustGaussianMixture(10, covariance_type="full", random_state=0)
+est = RobustGaussianMixture(10, covariance_type="tied", random_state=0)
 """,
     "digits, kernel mixture (rbf), k=10": """
 from sklearn.datasets import load_digits

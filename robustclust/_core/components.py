@@ -270,44 +270,59 @@ class ComponentMixtureModel:
         if not math.isfinite(lam):
             return no_outliers(n, xp, like=resp)
         D0 = g.component_sq_distances(M, covs)
-        r2 = self.residual_sq_norms(solver, D0, resp, M, covs)
         base = lam / penalty.eps if penalty.weighted else lam
         before = _flagged(prev, xp) if prev.count else None
-        tau = _full_thresholds(self, lam, penalty, prev, resp, base, n, xp, like=r2)
-        norms = xp.sqrt(r2)
-        shrink = where(r2 > tau * tau, 1.0 - tau / where(norms > 0, norms, 1.0, xp), 0.0, xp)
-        keep = shrink > 0
+        tau = _full_thresholds(self, lam, penalty, prev, resp, base, n, xp, like=D0)
+        # ||r_n||^2_{A_n} <= sum_c gamma_nc D_nc (module notes): a point below its
+        # threshold there stays at 0, and only the others need the p x p solve
+        candidate = xp.sum(resp * D0, axis=1) > tau * tau
         if before is not None:
-            keep = keep | before
-        index = flatnonzero(keep, xp)
+            candidate = candidate | before
+        cand = flatnonzero(candidate, xp)
+        if cand.shape[0] == 0:
+            return no_outliers(n, xp, like=resp)
+        r2 = self.residual_sq_norms(solver, take(D0, cand, xp), take(resp, cand, xp), M, covs)
+        tau_c = take(tau, cand, xp)
+        norms = xp.sqrt(r2)
+        shrink = where(r2 > tau_c * tau_c, 1.0 - tau_c / where(norms > 0, norms, 1.0, xp),
+                       0.0, xp)
+        keep_c = shrink > 0
+        if before is not None:
+            keep_c = keep_c | take(before, cand, xp)
+        pos = flatnonzero(keep_c, xp)
+        if pos.shape[0] == 0:
+            return no_outliers(n, xp, like=resp)
+        index = take(cand, pos, xp)
         if xp is np:
             index = index.astype(np.intp, copy=False)
-        if index.shape[0] == 0:
-            return no_outliers(n, xp, like=resp)
-        prec = _Precisions(covs, xp, like=r2)
+            keep = None
+        else:  # the points with a row, as a mask (the standard's scatter)
+            keep = set_masked_rows(candidate, candidate, keep_c, xp)
+        shrink = take(shrink, pos, xp)
+        prec = _Precisions(covs, xp, like=D0)
         Wk = take(resp, index, xp)
         Xk = g.points(index)
         A = prec.weighted(Wk)
         R = Xk - prec.solve(A, Wk @ prec.times_centres(M))   # r_n
-        O = take(shrink, index, xp)[:, None] * R             # the shrinkage step
+        O = shrink[:, None] * R                               # the shrinkage step
         if prev.count:
             O = self._improve(solver, prev, index, take(before, index, xp), O, R, Xk, Wk, A,
                               M, covs, prec, lam, penalty)
         nonzero = xp.any(O != 0, axis=1)
         if not bool(xp.all(nonzero)):
-            keep = set_masked_rows(keep, keep, nonzero, xp) if xp is not np else keep
+            keep = set_masked_rows(keep, keep, nonzero, xp) if xp is not np else None
             pos = flatnonzero(nonzero, xp)
             index, O, Wk = take(index, pos, xp), take(O, pos, xp), take(Wk, pos, xp)
             if index.shape[0] == 0:
                 return no_outliers(n, xp, like=resp)
-            if xp is np:
-                keep = np.zeros(n, dtype=bool)
-                keep[index] = True
+        if xp is np:
+            keep = np.zeros(n, dtype=bool)
+            keep[index] = True
         T = _sizes(O, covs, xp)
         out = Outliers(index, shrink=None, weights=Wk, sizes=xp.sum(Wk * T, axis=1), rows=O,
                        euclidean=xp.sqrt(rowdot(O, O, xp)), weights_full=resp,
                        component_sizes=T, flagged_full=keep)
-        out.sizes_full = _scatter(out, out.sizes, n, xp, like=r2)
+        out.sizes_full = _scatter(out, out.sizes, n, xp, like=D0)
         return out
 
     def _improve(self, solver, prev, index, before, O, R, Xk, Wk, A, M, covs, prec, lam,
