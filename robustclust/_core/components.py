@@ -43,7 +43,8 @@ is -log pi_c - log N(x_n; m_c + o_n, Sigma_c) + lam rho(t_nc), and
   1/2 ||o - r_n||^2_{A_n} + const: a group lasso with a general quadratic,
   and a sum of norms in C metrics, with no closed form.  By Cauchy-Schwarz
 
-      sum_c gamma_c lam_c ||o||_{Lambda_c} <= tau_n ||o||_{A_n},   tau_n^2 = sum_c gamma_nc lam_nc^2,
+      sum_c gamma_nc lam_nc ||o||_{Lambda_c} <= tau_n ||o||_{A_n},
+      tau_n^2 = sum_c gamma_nc lam_nc^2,
 
   with equality at o = 0, so from o_n^prev = 0 the step
 

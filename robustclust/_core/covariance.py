@@ -129,6 +129,10 @@ class ComponentCovariances:
     values : ndarray of shape (C,), (C, p) or (C, p, p)
         sigma_c^2, the variances, or the matrices.
     dim : int
+    check : bool, default=True
+        Factorize the values (a singular one is an error naming its
+        component); False keeps raw values (an initial value to be bounded
+        before use: only ``value`` is set).
 
     Attributes
     ----------
@@ -140,7 +144,6 @@ class ComponentCovariances:
 
     #: the geometry's products stay Euclidean: the model measures per component
     metric = None
-    per_component = True
 
     def __init__(self, kind, values, dim, check=True):
         self.kind = kind
@@ -156,7 +159,6 @@ class ComponentCovariances:
             except ValueError:
                 raise ValueError(COMPONENT_SINGULAR.format(c=c)) from None
         self.parts = parts
-        self.value = values
         self.P = np.array([part.P for part in parts], dtype=np.float64)
         self.log_det = np.array([part.log_det for part in parts])
 
@@ -179,9 +181,7 @@ class ComponentCovariances:
 
     def sq_norms(self, V):
         """||v_n||^2_{Sigma_c^-1} for the rows of a small dense NumPy V, (k, C)."""
-        return np.stack([part.sq_norms(V) if part.kind != "spherical"
-                         else np.einsum("ij,ij->i", V, V) * part.P**2 for part in self.parts],
-                        axis=1).reshape(V.shape[0], len(self.parts))
+        return np.stack([part.sq_norms(V) for part in self.parts], axis=1)
 
 
 def floor_covariance(kind, B_over_N, reg_covar):

@@ -38,14 +38,17 @@ _N_INLIERS = 200
 METHODS = {
     "hard K-means": (RobustKMeans, {"lam": np.inf, "q": 1.0}, False),
     "soft K-means": (RobustKMeans, {"lam": np.inf, "q": _SOFT_Q}, False),
-    "EM": (RobustGaussianMixture, {"lam": np.inf}, False),
+    "EM": (RobustGaussianMixture, {"lam": np.inf, "covariance_type": "tied_spherical"}, False),
     # the paper's estimator: no trimmed refinement of the count fit
     "hard RKM": (RobustKMeans, {"q": 1.0, "refine": False}, True),
     "hard WRKM": (RobustKMeans, {"q": 1.0, "weighted": True}, True),
     "soft RKM": (RobustKMeans, {"q": _SOFT_Q}, True),
     "soft WRKM": (RobustKMeans, {"q": _SOFT_Q, "weighted": True}, True),
-    "RPC": (RobustGaussianMixture, {"init": "robust-kmeans"}, True),
-    "WRPC": (RobustGaussianMixture, {"init": "robust-kmeans", "weighted": True}, True),
+    # the paper's model: one variance sigma^2 I common to all components
+    "RPC": (RobustGaussianMixture, {"init": "robust-kmeans",
+                                    "covariance_type": "tied_spherical"}, True),
+    "WRPC": (RobustGaussianMixture, {"init": "robust-kmeans", "weighted": True,
+                                     "covariance_type": "tied_spherical"}, True),
 }
 
 #: Mean centre RMSE reported in Table I of the paper, per method and number

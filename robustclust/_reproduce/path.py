@@ -33,7 +33,8 @@ def _models():
     return {
         "RKM (q = 1)": RobustKMeans(4, q=1.0, init="random", n_init=1, random_state=0),
         "RKM (q = 1.5)": RobustKMeans(4, q=1.5, init="random", n_init=1, random_state=0),
-        "RPC": RobustGaussianMixture(4, init="robust-kmeans", n_init=1, random_state=0),
+        "RPC": RobustGaussianMixture(4, covariance_type="tied_spherical", init="robust-kmeans",
+                                     n_init=1, random_state=0),
     }
 
 #: The paper's numbers (Sec. VI-A): λ_max and the λ range giving 80 outliers.
