@@ -15,6 +15,7 @@
 
 import argparse
 import math
+import os
 import resource
 import time
 
@@ -23,13 +24,13 @@ import numpy as np
 P, C = 16, 16
 
 
-def _blobs_block(block_id, rows, seed, dtype=np.float32):
+def _blobs_block(block_id, rows, seed, dtype=np.float32, p=P):
     """Rows of block ``block_id``: C Gaussian clusters, 1% uniform outliers."""
     rng = np.random.default_rng([seed, block_id])
-    means = np.random.default_rng(seed).normal(scale=8.0, size=(C, P))
-    X = means[rng.integers(C, size=rows)] + rng.normal(size=(rows, P))
+    means = np.random.default_rng(seed).normal(scale=8.0, size=(C, p))
+    X = means[rng.integers(C, size=rows)] + rng.normal(size=(rows, p))
     n_out = rows // 100
-    X[:n_out] = rng.uniform(-60, 60, size=(n_out, P))
+    X[:n_out] = rng.uniform(-60, 60, size=(n_out, p))
     return X.astype(dtype)
 
 
@@ -45,13 +46,13 @@ def lazy_blobs(n_rows, rows_per_block, seed=0):
     return da.concatenate(blocks)
 
 
-def block_throughput(rows=200_000, repeats=3):
+def block_throughput(rows=200_000, repeats=3, p=P):
     from robustclust import RobustKMeans
     from robustclust._core import dask_backend
     from robustclust._core.models import KMeansModel
     from robustclust._core.penalties import make_penalty
 
-    X = _blobs_block(0, rows, 0)
+    X = _blobs_block(0, rows, 0, p=p)
     X = X - X.mean(0)
     init = X[:: rows // C][:C].copy()
     model = KMeansModel(C)
@@ -60,17 +61,20 @@ def block_throughput(rows=200_000, repeats=3):
             "prev": (init, flagged, math.inf, False), "step": (init, 10.0, False),
             "stats": (10.0, False)}
     w = np.ones(rows)
-    best = math.inf
+    best = cpu_best = math.inf
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         dask_backend.block_pass(X, w, 0, spec)
         best = min(best, time.perf_counter() - t)
+        cpu_best = min(cpu_best, time.process_time() - c)
     est = RobustKMeans(C, lam=10.0, init=init, n_init=1, tol=0.0, max_iter=10)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     est.fit(X)
-    mem = (time.perf_counter() - t) / est.n_iter_
-    print(f"block pass: {rows / best:,.0f} rows/s per worker; in-memory iteration: "
-          f"{rows / mem:,.0f} rows/s (fit incl. start, {est.n_iter_} iterations)")
+    mem, cpu_mem = (time.perf_counter() - t) / est.n_iter_, (time.process_time() - c) / est.n_iter_
+    print(f"p = {p}: block pass {rows / best:,.0f} rows/s per worker "
+          f"({rows / cpu_best:,.0f} per CPU-second); in-memory iteration: "
+          f"{rows / mem:,.0f} rows/s ({rows / cpu_mem:,.0f} per CPU-second; fit incl. start, "
+          f"{est.n_iter_} iterations)")
 
 
 def pass_overhead(rows=64_000, blocks=(2, 8, 32, 64), iters=8):
@@ -99,6 +103,11 @@ def pass_overhead(rows=64_000, blocks=(2, 8, 32, 64), iters=8):
               f"({rows} x {P} float32 rows, C = {C}, 2 workers x 1 thread)")
 
 
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def lazy_fit(n_rows, rows_per_block=500_000):
     import distributed
 
@@ -108,13 +117,24 @@ def lazy_fit(n_rows, rows_per_block=500_000):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         X = lazy_blobs(n_rows, rows_per_block)
-        t = time.perf_counter()
+        load = os.getloadavg()[0]
+        cpu0 = client.run(_cpu_seconds)
+        t, c = time.perf_counter(), _cpu_seconds()
         m = RobustKMeans(C, n_outliers=n_rows // 100, random_state=0).fit(X)
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, _cpu_seconds() - c
+        cpu1 = client.run(_cpu_seconds)
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-        print(f"lazy fit {n_rows:,} x {P} float32, {X.numblocks[0]} blocks: {wall:.1f} s, "
-              f"{m._dask_solver_passes} passes, {m.n_outliers_} flagged, "
+        truth = np.zeros(n_rows, dtype=bool)  # the first 1% of every block
+        for start in range(0, n_rows, rows_per_block):
+            truth[start:start + min(rows_per_block, n_rows - start) // 100] = True
+        found = np.zeros(n_rows, dtype=bool)
+        found[m.outlier_indices_] = True
+        print(f"lazy fit {n_rows:,} x {P} float32, {X.numblocks[0]} blocks, load average "
+              f"{load:.2f} at start: {wall:.1f} s wall, {m._dask_solver_passes} passes, "
+              f"{m.n_outliers_} flagged ({np.sum(found & truth)} of {truth.sum()} planted), "
               f"lambda {m.lambda_:.4g}")
+        print(f"  CPU seconds: client {cpu:.1f}; workers "
+              + ", ".join(f"{cpu1[k] - cpu0[k]:.1f}" for k in cpu1))
         print(f"  peak RSS: client {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
               " MiB; workers " + ", ".join(f"{v / 1024:.0f} MiB" for v in peaks.values()))
 
@@ -123,9 +143,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--skip-fit", action="store_true")
+    parser.add_argument("--only-fit", action="store_true")
     args = parser.parse_args()
-    block_throughput()
-    pass_overhead()
+    if not args.only_fit:
+        block_throughput()
+        block_throughput(p=32)
+        pass_overhead()
     if not args.skip_fit:
         lazy_fit(args.rows)
 

@@ -16,15 +16,29 @@ cannot be published, those already published by it are removed again, so a
 command leaves all of its files or none.  On any exception (Ctrl-C and
 SIGTERM included, which the command line turns into exceptions) the
 temporary files are removed, so an interrupted write leaves nothing behind.
+
+Directories (a Parquet dataset of part files) are staged the same way
+(:meth:`StagedFiles.directory`): written into a hidden temporary directory
+beside the destination (``.NAME.XXXXXXXX.tmp``) and published by one
+:func:`os.rename`, which gives the name only when the destination does not
+exist or is an *empty* directory (POSIX renames a directory onto an empty
+one and fails on a non-empty directory or a file), so no data are ever
+replaced; an empty directory that was there is made again if the
+publication is rolled back.  With replacement, an existing destination is
+first moved aside under a hidden name, the new directory renamed into
+place and the old one removed (put back if the publication fails);
+``replaceable`` decides which directories may be replaced at all.
 """
 
 import errno
 import os
 import secrets
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["StagedFiles", "UnsafeWriteError", "atomic_write", "check_destination"]
+__all__ = ["StagedFiles", "UnsafeWriteError", "atomic_write", "check_destination",
+           "check_directory_destination"]
 
 #: errno values of file systems that cannot make hard links.
 _NO_HARD_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
@@ -77,6 +91,73 @@ def check_destination(path, *, inputs=(), force=False):
     return path
 
 
+def check_directory_destination(path, *, inputs=(), force=False, replaceable=None):
+    """Refuse a destination directory that would lose data; return it as a Path.
+
+    The directory is free when it does not exist or is an empty directory
+    (publishing replaces an empty directory: nothing is lost).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Where a directory is about to be published.
+    inputs : iterable of str or path-like, default=()
+        Files the command reads: neither they nor a directory holding them
+        are ever replaced, even with ``force``.
+    force : bool, default=False
+        Allow replacing an existing file, or a non-empty directory that
+        ``replaceable`` accepts.
+    replaceable : callable, default=None
+        ``replaceable(directory) -> reason or None``: None when ``force`` may
+        replace the directory, else the reason it may not (what it holds).
+        None refuses every non-empty directory.
+
+    Returns
+    -------
+    path : Path
+
+    Raises
+    ------
+    UnsafeWriteError
+        ``path`` is an input, or holds one; an existing file or symbolic
+        link, or a non-empty directory, without ``force``; a non-empty
+        directory that ``replaceable`` refuses (whatever ``force``); its
+        parent directory does not exist.
+    """
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        here = os.path.realpath(path)
+        for source in inputs:
+            source = os.path.realpath(source)
+            if source == here or source.startswith(here.rstrip(os.sep) + os.sep):
+                raise UnsafeWriteError(f"refusing to write over the input: {path} is or holds "
+                                       "an input file")
+        if path.is_dir() and not path.is_symlink():
+            entries = sorted(os.listdir(path))
+            if entries:
+                why = (f"it holds {_some(entries)}" if replaceable is None
+                       else replaceable(path))
+                if why is not None:
+                    raise UnsafeWriteError(f"{path} is a directory that is not empty and not "
+                                           f"an earlier output ({why}): refusing to replace "
+                                           "it, even with --force")
+                if not force:
+                    raise UnsafeWriteError(f"{path} already exists (use --force to replace "
+                                           "it)")
+        elif not force:
+            raise UnsafeWriteError(f"{path} already exists (use --force to replace it)")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise UnsafeWriteError(f"cannot write {path}: directory {parent} does not exist")
+    return path
+
+
+def _some(names, limit=3):
+    """'a, b, c' or 'a, b, c and 4 more'."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -120,6 +201,9 @@ class StagedFiles:
         self.replace = replace
         self._staged = []  # [(temporary path, destination)]
         self._writing = []  # temporary files being written
+        self._dirs = []  # [(temporary directory, destination, its (device, inode), replaceable)]
+        self._making = []  # temporary directories being written
+        self._aside = []  # replaced destinations moved aside, removed once all is published
 
     def __enter__(self):
         return self
@@ -178,8 +262,55 @@ class StagedFiles:
         if tmp in self._writing:
             self._writing.remove(tmp)
 
+    @contextmanager
+    def directory(self, path, *, replaceable=None):
+        """A temporary directory for ``path``; kept for :meth:`publish` on success.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The destination directory.
+        replaceable : callable, default=None
+            With ``replace``: ``replaceable(directory) -> reason or None``,
+            asked again about an existing destination once it has been moved
+            aside (None: it may be replaced); None replaces nothing but an
+            empty directory, a file or a link.
+
+        Yields
+        ------
+        directory : Path
+            The temporary directory (created empty), to write the files into.
+        """
+        path = Path(path)
+        tmp = None
+        for _ in range(100):
+            tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+            self._making.append(tmp)  # recorded before it exists (see _create)
+            try:
+                _make_private_directory(tmp)
+                break
+            except FileExistsError:
+                self._making.remove(tmp)
+                tmp = None
+        if tmp is None:
+            raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+        try:
+            identity = _identity(tmp)
+            yield Path(tmp)
+            os.chmod(tmp, 0o777 & ~_umask())
+        except BaseException:
+            _remove_tree(tmp)
+            self._forget_directory(tmp)
+            raise
+        self._dirs.append((tmp, path, identity, replaceable))
+        self._forget_directory(tmp)
+
+    def _forget_directory(self, tmp):
+        if tmp in self._making:
+            self._making.remove(tmp)
+
     def publish(self):
-        """Give every staged file its name; all or none of them.
+        """Give every staged file and directory its name; all or none of them.
 
         Raises
         ------
@@ -190,8 +321,10 @@ class StagedFiles:
         OSError
             The file system refused (read-only, full, ...); as above.
         """
-        published = []
+        published, moved = [], []
         try:
+            for tmp, path, identity, replaceable in self._dirs:
+                self._publish_directory(tmp, path, identity, replaceable, published, moved)
             for tmp, path in self._staged:
                 # recorded before the name is given: an exception (a signal) right
                 # after the link still finds it, and the rollback removes ``path``
@@ -206,26 +339,120 @@ class StagedFiles:
                     published.pop()
                     raise OSError(exc.errno, exc.strerror, str(path)) from exc
         except BaseException:
-            if not self.replace:
-                for tmp, path in published:
-                    if _same_file(tmp, path):
-                        _remove(path)
+            for tmp, path in reversed(published):
+                if isinstance(tmp, tuple):  # a directory: (device, inode), was empty
+                    identity, was_empty = tmp
+                    if _identity(path) == identity:
+                        _remove_tree(path)
+                        if was_empty:
+                            _make_directory(path)
+                elif not self.replace and _same_file(tmp, path):
+                    _remove(path)
+            for aside, path in reversed(moved):  # what --force moved aside goes back
+                self._aside.remove(aside)  # first: never removed by discard() now
+                _put_back(aside, path)
             raise
         for tmp, _ in published:
-            _remove(tmp)  # the linked ones; replaced ones are gone already
-        self._staged = []
+            if not isinstance(tmp, tuple):
+                _remove(tmp)  # the linked ones; replaced ones are gone already
+        self._staged, self._dirs = [], []
+        for old in list(self._aside):  # the replaced destinations, now that all is published
+            _remove_tree(old)
+            self._aside.remove(old)
+
+    def _publish_directory(self, tmp, path, identity, replaceable, published, moved):
+        """Rename the temporary directory ``tmp`` to ``path`` (see the module's notes)."""
+        was_empty = _is_empty_directory(path)
+        if self.replace and (path.exists() or path.is_symlink()) and not was_empty:
+            aside = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.old")
+            moved.append((aside, path))  # recorded first: a signal after the rename finds it
+            self._aside.append(aside)
+            os.rename(path, aside)
+            if os.path.isdir(aside) and not os.path.islink(aside):
+                why = (f"it holds {_some(sorted(os.listdir(aside)))}" if replaceable is None
+                       else replaceable(Path(aside)))
+                if why is not None and os.listdir(aside):
+                    raise UnsafeWriteError(f"{path} changed while this command ran ({why}); "
+                                           "it was left as it is and nothing was written")
+        published.append(((identity, was_empty), path))  # recorded before the rename
+        try:
+            _rename_directory(tmp, path)
+        except OSError as exc:
+            published.pop()
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise _appeared(path) from None
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
     def discard(self):
-        """Remove every temporary file not published yet."""
+        """Remove every temporary file and directory not published yet."""
         for tmp in [tmp for tmp, _ in self._staged] + self._writing:
             _remove(tmp)
-        self._staged, self._writing = [], []
+        for tmp in [d[0] for d in self._dirs] + self._making:
+            _remove_tree(tmp)
+        for old in self._aside:  # only left when the publication completed
+            _remove_tree(old)
+        self._staged, self._writing, self._dirs, self._making, self._aside = [], [], [], [], []
 
 
 def _create_exclusive(name):
     """Create the file ``name`` (it must not exist), open for writing; its descriptor."""
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                    0o600)
+
+
+def _make_private_directory(name):
+    """Create the directory ``name`` (it must not exist), readable by its owner only."""
+    os.mkdir(name, 0o700)
+
+
+def _rename_directory(tmp, path):
+    """Give the directory ``tmp`` the name ``path``: fails unless ``path`` is free or an
+    empty directory."""
+    os.rename(tmp, path)
+
+
+def _identity(path):
+    """(device, inode) of ``path`` itself, or None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _is_empty_directory(path):
+    try:
+        return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
+    except OSError:
+        return False
+
+
+def _make_directory(path):
+    try:
+        os.mkdir(path)
+    except OSError:
+        pass
+
+
+def _remove_tree(path):
+    """Remove a directory and everything in it (or a file); nothing if it is gone."""
+    if os.path.islink(path) or os.path.isfile(path):
+        _remove(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _put_back(aside, path):
+    """Give a destination moved aside its name again, unless the name is taken."""
+    if not os.path.lexists(aside):
+        return
+    if _is_empty_directory(path):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+    if not os.path.lexists(path):
+        os.rename(aside, path)
 
 
 def _same_file(a, b):

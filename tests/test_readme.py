@@ -21,9 +21,9 @@ def test_readme_example_runs(capsys):
     assert out[0].split()[0] == "80"
 
 
-def _console_sessions(text):
-    """[[(command, expected output lines)], ...]: the Command line section's sessions."""
-    section = text.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+def _console_sessions(text, title="Command line"):
+    """[[(command, expected output lines)], ...]: the sessions of a section (## title)."""
+    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
     sessions = []
     for block in re.findall(r"```console\n(.*?)```", section, re.S):
         steps = []
@@ -52,6 +52,18 @@ def test_readme_graph_session_prints_what_it_shows(tmp_path):
     shutil.copy(DOLPHINS, tmp_path / "dolphins.gml")
     _run_session(steps, tmp_path)
     assert (tmp_path / "dolphins.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_dask_session_prints_what_it_shows(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    pytest.importorskip("pyarrow")
+    sessions = _console_sessions(README.read_text(), "Data larger than memory")
+    assert len(sessions) == 1
+    steps = sessions[0]
+    assert steps[0][0].startswith("python -c ")  # writes the Parquet files the session reads
+    assert steps[1][0] == "robustclust fit 'data/*.parquet' -k 4 -s 80 -o labels/"
+    _run_session(steps, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "labels"]
 
 
 def _run_session(steps, where):

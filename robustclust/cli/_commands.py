@@ -28,6 +28,7 @@ import click
 import numpy as np
 
 from .. import __version__
+from ._dask_run import MAX_WORKERS
 from ._data import GRAPH_KINDS, input_kind, read_input
 from ._errors import DataError, count, one_line, rows_phrase
 from ._models import (
@@ -54,6 +55,7 @@ from ._options import (
     run_options,
 )
 from ._run import (
+    TABLE_OUTPUTS,
     check_fit,
     check_rows,
     check_standardizable,
@@ -233,11 +235,17 @@ def cli():
 @click.option("--save-model", metavar="FILE",
               help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
                    "not for graphs).")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), metavar="N",
+              help="Dataset inputs: fit on a local Dask cluster of N worker processes x 1 "
+                   "thread, closed at the end (default: Dask's threaded scheduler).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Dataset inputs: fit on the running Dask scheduler at ADDRESS "
+                   "(tcp://host:8786); its workers must read the files under the same paths.")
 @run_options
 @click.pass_obj
 @_guarded
 def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save_model,
-        as_json, quiet, force, unrefined=False, **model_kwargs):
+        workers, scheduler, as_json, quiet, force, unrefined=False, **model_kwargs):
     """Cluster the rows of INPUT and flag its outliers.
 
     INPUT is a CSV or TSV file with a header line, a Parquet file, a 2-D
@@ -245,9 +253,28 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     nodes are clustered with the normalized adjacency kernel. Without -s
     or --lam, lambda is set from the data so that about 0.1% of Gaussian
     inliers would be flagged.
+
+    INPUT may also be a dataset, read lazily and fitted with Dask: a quoted
+    glob ('data/*.parquet'), a directory of Parquet or CSV files, or a
+    Parquet file with -o DIR, --workers or --scheduler. Its -o is a
+    directory, written as a Parquet dataset (one part file per partition,
+    the global row number in column 'row').
     """
     if outliers is not None and lam is not None:
         raise click.UsageError("give at most one of -s/--outliers and --lam")
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("give at most one of --workers and --scheduler")
+    if _is_dataset(input, output, workers, scheduler):
+        return _fit_dataset(session, input, outliers, lam, columns, drop_missing, output, plot,
+                            save_model, workers, scheduler, as_json, quiet, force, unrefined,
+                            model_kwargs)
+    if workers is not None or scheduler is not None:
+        if not os.path.lexists(input):
+            raise DataError(f"no such file or directory: {input}")
+        raise click.UsageError(f"--{'workers' if workers is not None else 'scheduler'} "
+                               "applies to dataset inputs only: a quoted glob "
+                               "('data/*.parquet'), a directory of Parquet or CSV files, or a "
+                               "Parquet file")
     graph = _is_graph(input)
     options = _fit_options({**model_kwargs, "unrefined": unrefined}, graph=graph, lam=lam,
                            save_model=save_model)
@@ -304,6 +331,88 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
                                               dest["plot"])
     write_outputs(force, writers)
     _finish(summary, session, as_json, quiet)
+
+
+def _is_dataset(input, output, workers, scheduler):
+    """Whether INPUT is fitted as a Dask dataset (see fit's help)."""
+    from ._dataset import is_pattern
+
+    if is_pattern(input) or os.path.isdir(input):
+        return True
+    suffix = Path(input).suffix.lower()
+    if suffix not in (".parquet", ".pq"):
+        return False
+    directory_output = output is not None and Path(output).suffix.lower() not in TABLE_OUTPUTS
+    return workers is not None or scheduler is not None or directory_output
+
+
+def _fit_dataset(session, input, outliers, lam, columns, drop_missing, output, plot,
+                 save_model, workers, scheduler, as_json, quiet, force, unrefined,
+                 model_kwargs):
+    """fit on a dataset (see :mod:`._dask_run`)."""
+    from .._files import UnsafeWriteError, check_directory_destination
+    from ._dask_run import (
+        batch_size,
+        check_method,
+        cluster_sizes,
+        dask_scheduler,
+        dataset_writer,
+        fit_dataset,
+        is_earlier_output,
+        summary,
+    )
+    from ._dataset import open_source
+
+    options = _fit_options({**model_kwargs, "unrefined": unrefined}, graph=False, lam=lam,
+                           save_model=save_model)
+    check_method(options)
+    for given, name, why in (
+            (options.kernel, "--kernel", "kernel fits need the whole kernel matrix in memory"),
+            (options.standardize, "--standardize", "scale the columns first"),
+            (plot, "--plot", "it draws every row")):
+        if given:
+            raise click.UsageError(f"{name} does not apply to a Dask dataset: {why}")
+    if output is not None and Path(output).suffix.lower() in TABLE_OUTPUTS:
+        raise click.UsageError(f"with a dataset INPUT, -o names a directory, written as a "
+                               f"Parquet dataset (one part file per partition), not a "
+                               f"{Path(output).suffix.lower()} file: e.g. -o out/")
+    source = open_source(input)
+    dest = destinations(source.files, force, saved_model=save_model)
+    if output is not None:
+        try:
+            dest["output"] = check_directory_destination(output, inputs=source.files,
+                                                         force=force,
+                                                         replaceable=is_earlier_output)
+        except UnsafeWriteError as exc:
+            raise DataError(str(exc)) from None
+        if save_model is not None and os.path.abspath(save_model) == \
+                os.path.abspath(dest["output"]):
+            raise click.UsageError(f"-o/--output and --save-model name the same file {output}")
+    notes = []
+    if options.refine and outliers is not None and options.method == "kmeans" \
+            and not options.weighted:  # the fits that in memory are refined
+        notes.append("Dask fits are not refined: no concentration steps after the count "
+                     "search (as --unrefined in memory)")
+    with dask_scheduler(workers, scheduler) as where:
+        fit = fit_dataset(source, options, outliers, columns=columns,
+                          drop_missing=drop_missing, quiet=quiet,
+                          floating_point=_FLOATING_POINT)
+        result = summary(fit, options, outliers, where, notes)
+        writers = {}
+        if "saved_model" in dest:
+            from .._model_io import write_model
+
+            writers[dest["saved_model"]] = ("wb", functools.partial(write_model, fit.model))
+        sizes = None
+        if "output" in dest:
+            write, sizes = dataset_writer(fit, batch_size(where))
+            writers[dest["output"]] = ("dir", write)
+        write_outputs(force, writers, replaceable=is_earlier_output)
+        result["cluster_sizes"] = (sizes[1:].tolist() if sizes is not None
+                                   else cluster_sizes(fit))
+    result.update({**_written(dest, "output", "plot", "saved_model"),
+                   "output_parts": source.n_partitions if "output" in dest else None})
+    _finish(result, session, as_json, quiet)
 
 
 def _fit_figure(data, model, labels, scores):

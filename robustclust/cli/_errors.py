@@ -62,3 +62,11 @@ def rows_phrase(labels, noun="row", limit=10):
     if rest > 0:
         return f"{noun}s {', '.join(shown)} and {rest} more"
     return f"{noun}s {', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def some_rows(first, total, noun="row"):
+    """:func:`rows_phrase` of the ``first`` labels of ``total``: 'rows 1, 2, ..., 10 and
+    5 more' when only the first are known."""
+    if total <= len(first):
+        return rows_phrase(first, noun)
+    return f"{noun}s {', '.join(str(r) for r in first)} and {total - len(first)} more"

@@ -63,18 +63,25 @@ def require_matplotlib():
         raise DataError(str(exc)) from None
 
 
-def write_outputs(force, writers):
-    """Write ``{path: writer(file)}`` to temporary files, then publish them all.
+def write_outputs(force, writers, replaceable=None):
+    """Write ``{path: (mode, writer)}`` to temporary files, then publish them all.
 
-    Nothing is left behind when a writer fails, the file system refuses, or
-    a destination appeared meanwhile (without ``force``): a DataError names
-    the file.
+    ``writer(file)`` writes a file opened in ``mode``; with mode ``"dir"``,
+    ``writer(directory)`` fills a temporary directory published as ``path``
+    (``replaceable`` says which existing directories ``force`` replaces, see
+    :meth:`robustclust._files.StagedFiles.directory`).  Nothing is left
+    behind when a writer fails, the file system refuses, or a destination
+    appeared meanwhile (without ``force``): a DataError names the file.
     """
     current = None
     try:
         with StagedFiles(replace=force) as staged:
             for path, (mode, writer) in writers.items():
                 current = path
+                if mode == "dir":
+                    with staged.directory(path, replaceable=replaceable) as directory:
+                        writer(directory)
+                    continue
                 with staged.open(path, mode) as fh:
                     writer(fh)
             current = None

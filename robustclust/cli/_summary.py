@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ._errors import count, rows_phrase, short_listing
+from ._errors import count, short_listing, some_rows
 
 #: Outliers listed in a summary, highest score first.
 TOP_OUTLIERS = 10
@@ -74,7 +74,9 @@ def format_summary(summary):
         lines += _result_lines(summary)
     for key, what in (("output", "wrote"), ("plot", "plotted"), ("saved_model", "saved model")):
         if summary.get(key):
-            lines.append(f"{what} {summary[key]}")
+            parts = summary.get("output_parts") if key == "output" else None
+            detail = "" if parts is None else f" (Parquet dataset, {count(parts, 'part file')})"
+            lines.append(f"{what} {summary[key]}{detail}")
     return "\n".join(lines) + "\n"
 
 
@@ -82,7 +84,13 @@ def _input_lines(summary):
     if summary["graph"]:
         return [f"input: {summary['input']}, {count(summary['n_rows'], 'node')}, "
                 f"{count(summary['n_edges'], 'edge')}"]
-    lines = [f"input: {summary['input']}, {count(summary['n_rows'], 'row')}, "
+    dataset = summary.get("dataset")
+    files = ""
+    if dataset:
+        kind = {"parquet": "Parquet", "csv": "CSV", "tsv": "TSV"}[dataset["format"]]
+        files = (f" ({count(dataset['n_files'], kind + ' file')}, "
+                 f"{count(dataset['n_partitions'], 'partition')})")
+    lines = [f"input: {summary['input']}{files}, {count(summary['n_rows'], 'row')}, "
              f"{count(summary['n_input_columns'], 'column')}",
              f"features: {short_listing(summary['columns'], LINE_WIDTH - 10)}"]
     skipped = summary.get("skipped_columns")
@@ -91,9 +99,23 @@ def _input_lines(summary):
         lines.append(f"skipped columns: {short_listing(described, LINE_WIDTH - 17)}")
     dropped = summary.get("dropped_rows")
     if dropped:
-        lines.append(f"left out {count(len(dropped), 'row')} with missing values: "
-                     f"{rows_phrase(dropped)}")
+        total = summary.get("n_dropped_rows", len(dropped))  # datasets: the first rows only
+        lines.append(f"left out {count(total, 'row')} with missing values: "
+                     f"{some_rows(dropped, total)}")
+    if summary.get("scheduler"):
+        lines.append(f"dask: {_scheduler_text(summary['scheduler'])}")
     return lines
+
+
+def _scheduler_text(where):
+    """How the summary names where a dataset fit ran."""
+    if where["kind"] == "threads":
+        return "threaded scheduler (in this process; --workers N starts a local cluster)"
+    if where["kind"] == "local":
+        return (f"local cluster (LocalCluster) of {count(where['n_workers'], 'worker')} x 1 "
+                f"thread at {where['address']}, closed at the end")
+    return (f"scheduler at {where['address']}, {count(where['n_workers'], 'worker')}, "
+            f"{count(where['n_threads'], 'thread')}")
 
 
 def _result_lines(summary):
