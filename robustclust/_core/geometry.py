@@ -183,6 +183,7 @@ class LinearGeometry:
         else:
             self.sq_norms = rowdot(X, X, xp)
         self._gram = None
+        self._squares_cache = None
 
     # -- products ----------------------------------------------------------------
     def _dot(self, A):
@@ -326,25 +327,33 @@ class LinearGeometry:
         return S
 
     # -- one covariance per component ------------------------------------------------
+    def _squares(self):
+        """X * X in float64 (CSR for sparse X), made once: the per-component
+        diagonal covariances use it three times an iteration."""
+        if self._squares_cache is None:
+            xp = self.xp
+            if self.sparse:
+                self._squares_cache = self.X.multiply(self.X).tocsr().astype(np.float64)
+            elif self.is_numpy:
+                self._squares_cache = np.square(self.X, dtype=np.float64)
+            else:
+                X64 = xp.astype(self.X, xp.float64)
+                self._squares_cache = X64 * X64
+        return self._squares_cache
+
     def _squares_times(self, A):
         """(X * X) A^T in float64, (N, rows of A): squared coordinates weighted."""
-        xp = self.xp
         if self.sparse:
-            return np.asarray(self.X.multiply(self.X) @ np.asarray(A).T, dtype=np.float64)
+            return np.asarray(self._squares() @ np.asarray(A).T, dtype=np.float64)
         if self.is_numpy:
-            return np.square(self.X, dtype=np.float64) @ np.asarray(A, dtype=np.float64).T
-        X64 = xp.astype(self.X, xp.float64)
-        return (X64 * X64) @ A.T
+            return self._squares() @ np.asarray(A, dtype=np.float64).T
+        return self._squares() @ A.T
 
     def _weighted_squares(self, V):
         """V^T (X * X) in float64, (C, p), for an (N, C) weight matrix V."""
-        xp = self.xp
         if self.sparse:
-            return np.asarray(self.X.multiply(self.X).T @ V, dtype=np.float64).T
-        if self.is_numpy:
-            return V.T @ np.square(self.X, dtype=np.float64)
-        X64 = xp.astype(self.X, xp.float64)
-        return V.T @ (X64 * X64)
+            return np.asarray(self._squares().T @ V, dtype=np.float64).T
+        return V.T @ self._squares()
 
     def _whitened(self, P):
         """X P in float64 for a (p, p) factor P, (N, p): one GEMM."""
