@@ -212,18 +212,23 @@ def block_pass(X, w, start, spec):
             scores = np.asarray(model.point_scores(solver, state), dtype=np.float64)
             out["score_sum"] = float(scores.sum())
             out["score_top"] = _top(scores, spec["scores"])
-        if spec.get("histogram") is not None or spec.get("gather") is not None:
+        if any(spec.get(k) is not None for k in ("histogram", "gather", "above")):
             d2 = np.min(state.products.sq_distances(), axis=1)
             positive = spec["positive"]
             keep = (d2 > 0) & (w > 0) if positive else np.ones(d2.shape[0], bool)
             d2, wk = d2[keep], w[keep]
             if spec.get("histogram") is not None:
                 out.update(_histogram(d2, wk, *spec["histogram"]))
-            else:
+            elif spec.get("gather") is not None:
                 lo, hi = spec["gather"]
                 inside = (d2 >= lo) & (d2 <= hi)
                 out["values"], out["weights"] = d2[inside], wk[inside]
                 out["below"] = float(wk[d2 < lo].sum())
+            else:
+                v = spec["above"]
+                out["at_most"] = float(wk[d2 <= v].sum())
+                higher = d2[d2 > v]
+                out["next_above"] = float(higher.min()) if higher.shape[0] else math.inf
     return out
 
 
@@ -264,7 +269,8 @@ def _histogram(values, weights, lo, hi, bins):
     n_in = np.histogram(values[inside], bins=bins, range=(lo, hi))[0] if hi > lo else \
         np.array([int(inside.sum())])
     return {"below": below, "counts": counts.astype(np.float64), "n_in": n_in,
-            "total": float(weights.sum()), "vmax": float(values.max()) if len(values) else -1.0}
+            "n": int(values.shape[0]), "total": float(weights.sum()),
+            "vmax": float(values.max()) if len(values) else -1.0}
 
 
 # -- the driver ------------------------------------------------------------------------------
@@ -530,8 +536,10 @@ def weighted_quantile(solver, state, q, positive=False):
     (numpy's ``np.quantile(..., weights=w, method="inverted_cdf")``).
     Per-block weighted histograms narrow the bin that holds it until the bin
     holds at most :data:`QUANTILE_GATHER` values, which are gathered and
-    finished on the driver.  With ``positive`` only the values > 0 (of
-    positive weight) count; None when there are none.
+    finished on the driver.  A bin too narrow to split (a few floats wide)
+    that still holds more (ties) is walked value by value, one pass each.
+    With ``positive`` only the values > 0 (of positive weight) count; None
+    when there are none.
     """
     prev = solver._prev(state)
     results = solver._pass(prev=prev, histogram=(0.0, 0.0, 1), positive=positive)
@@ -541,10 +549,12 @@ def weighted_quantile(solver, state, q, positive=False):
         return None
     target = q * total
     lo, hi = 0.0, vmax
-    count = int(sum(int(np.sum(r["n_in"])) for r in results))
+    count = sum(r["n"] for r in results)
     for _ in range(64):
         if count <= QUANTILE_GATHER or not hi > lo:
             break
+        if not np.all(np.diff(np.linspace(lo, hi, QUANTILE_BINS + 1)) > 0):
+            break  # too few floats in [lo, hi] for the bins (numpy refuses them)
         results = solver._pass(prev=prev, histogram=(lo, hi, QUANTILE_BINS), positive=positive)
         counts = solver._sum(results, "counts")
         n_in = np.sum([r["n_in"] for r in results], axis=0)
@@ -554,8 +564,13 @@ def weighted_quantile(solver, state, q, positive=False):
         if (float(edges[b]), float(edges[b + 1])) == (lo, hi):
             break
         lo, hi, count = float(edges[b]), float(edges[b + 1]), int(n_in[b])
-    if count > QUANTILE_GATHER:  # a bin one rounding step wide: its values are lo
-        return lo
+    if count > QUANTILE_GATHER:  # ties: a bin of a few floats; walk its distinct values
+        value = lo  # the values below lo weigh less than the target
+        while True:
+            results = solver._pass(prev=prev, above=value, positive=positive)
+            if sum(r["at_most"] for r in results) >= target:
+                return value
+            value = min(r["next_above"] for r in results)
     results = solver._pass(prev=prev, gather=(lo, hi), positive=positive)
     values = np.concatenate([r["values"] for r in results])
     weights = np.concatenate([r["weights"] for r in results])
