@@ -19,6 +19,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
 from .base import RobustEstimator, internal_units, state_from
+from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
 
@@ -140,6 +141,11 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     spherical Sigma it is the paper's exact root of eq. (27).  The log penalty
     is majorized as a function of the Mahalanobis norm.  Every step
     decreases the cost.
+
+    A Dask array or DataFrame is fitted block by block on the data where it
+    lies (see the README, "Data larger than memory"): the per-point
+    attributes are then lazy dask arrays, and so are ``predict``,
+    ``predict_proba`` and ``score_samples`` of Dask input.
 
     ``score_samples`` is the log-density of the fitted mixture, o = 0: an
     outlier gets the low density the mixture gives it.  ``bic``/``aic`` count
@@ -372,7 +378,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_components)
+            (a lazy dask array for Dask input)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "predict_proba")
         return self._output(to_numpy(self._assign(X)[1].memberships), X)
 
     def score_samples(self, X):
@@ -385,7 +394,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         Returns
         -------
         log_prob : ndarray of shape (n_samples,)
+            (a lazy dask array for Dask input)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "score_samples")
         _, state = self._clean(X)
         log_prob = (np.asarray(to_numpy(-state.point_costs))
                     - self.n_features_in_ * math.log(self._scale))
@@ -403,6 +415,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         log_likelihood : float
         """
+        if is_dask(X):
+            return float(self.score_samples(X).mean().compute())
         return float(np.mean(self.score_samples(X)))
 
     def _n_parameters(self):
@@ -421,7 +435,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         bic : float
         """
-        n = np.asarray(X).shape[0] if not sp.issparse(X) else X.shape[0]
+        n = _n_rows(X)
         return -2 * self.score(X) * n + self._n_parameters() * np.log(n)
 
     def aic(self, X):
@@ -435,7 +449,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         aic : float
         """
-        n = np.asarray(X).shape[0] if not sp.issparse(X) else X.shape[0]
+        n = _n_rows(X)
         return -2 * self.score(X) * n + 2 * self._n_parameters()
 
     def __sklearn_tags__(self):
@@ -443,6 +457,11 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         tags.input_tags.sparse = True
         tags.array_api_support = True
         return tags
+
+
+def _n_rows(X):
+    """Rows of X without converting it (sparse and Dask input keep their type)."""
+    return X.shape[0] if sp.issparse(X) or is_dask(X) else np.asarray(X).shape[0]
 
 
 def check_mixture_weights(estimator):
