@@ -510,3 +510,70 @@ def test_mixture_bad_input_gets_clear_errors(client):
         RobustGaussianMixture(N_CLUSTERS, lam=0.0).fit(_blocks(X, 3))
     with pytest.raises(ValueError, match="initial means"):
         RobustGaussianMixture(N_CLUSTERS, lam=3.0, init=X[:2]).fit(_blocks(X, 3))
+
+
+# -- k-means|| ----------------------------------------------------------------------------------
+def _separated_blobs(seed, k=N_CLUSTERS, n_per=1500, p=3, n_far=60):
+    """k unit-variance clusters 20 apart and ``n_far`` points 60-120 away; labels (-1 far)."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros((k, p))
+    means[:, 0] = 20.0 * np.arange(k)
+    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + 100.0
+    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
+    direction = rng.normal(size=(n_far, p))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
+    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
+    order = rng.permutation(len(y))
+    return np.vstack([X, far])[order], y[order]
+
+
+@pytest.mark.parametrize("estimator", [RobustKMeans, RobustGaussianMixture])
+def test_kmeans_parallel_start_recovers_the_clusters_and_flags_the_far_points(client, estimator):
+    from sklearn.metrics import adjusted_rand_score
+
+    for seed in (0, 1):
+        X, y = _separated_blobs(seed)
+        m = estimator(N_CLUSTERS, init="k-means||", n_outliers=60, random_state=seed).fit(
+            _blocks(X, 6))
+        inliers = y >= 0
+        assert adjusted_rand_score(y[inliers], m.labels_.compute()[inliers]) == 1.0
+        np.testing.assert_array_equal(m.outlier_indices_, np.flatnonzero(~inliers))
+
+
+def test_kmeans_parallel_candidates_the_same_in_any_blocks_and_in_memory(client):
+    from robustclust._core.dask_backend import run_blocks
+    from robustclust._core.starts import kmeans_parallel_block, kmeans_parallel_candidates
+
+    X, _ = _separated_blobs(2)
+    n = len(X)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, n)
+    for weights in (np.ones(n), w):
+        ref = kmeans_parallel_candidates(
+            lambda spec: [kmeans_parallel_block(X, weights, 0, spec)], N_CLUSTERS, key=77)
+        for nb in (1, 7, 64):
+            Xd = _blocks(X, nb)
+            wd = da.from_array(weights, chunks=(Xd.chunks[0],))
+            got = kmeans_parallel_candidates(
+                lambda spec: run_blocks(Xd, wd, kmeans_parallel_block, spec), N_CLUSTERS, key=77)
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
+            assert got[2] == ref[2]
+        if weights is w:
+            assert ref[1].sum() == pytest.approx(w.sum(), rel=1e-12)
+        else:
+            assert ref[1].sum() == n  # the candidates' weights count every point once
+    other = kmeans_parallel_candidates(lambda spec: [kmeans_parallel_block(X, w, 0, spec)],
+                                       N_CLUSTERS, key=78)
+    assert other[0].shape != ref[0].shape or not np.array_equal(other[0], ref[0])
+
+
+def test_kmeans_parallel_fit_the_same_in_any_blocks_and_in_memory(client):
+    X, _ = _separated_blobs(3)
+    kw = dict(init="k-means||", n_init=1, n_outliers=60, refine=False, random_state=4)
+    ref = RobustKMeans(N_CLUSTERS, **kw).fit(X)
+    fits = [RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, nb)) for nb in (1, 7, 64)]
+    for m in fits:
+        _assert_same_fit(m, ref)
+    again = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    np.testing.assert_array_equal(again.cluster_centers_, fits[1].cluster_centers_)

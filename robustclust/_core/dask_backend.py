@@ -337,6 +337,19 @@ def _block_map(X, w, start, spec):
     raise ValueError(what)
 
 
+def run_blocks(X, sample_weight, function, spec):
+    """``function(X_block, w_block, start, spec)`` on every row block, in row order: one
+    pass over a persisted X (the k-means|| start's passes,
+    :func:`robustclust._core.starts.kmeans_parallel`)."""
+    import dask
+
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+    params = dask.delayed(spec, pure=False, traverse=False)
+    tasks = [dask.delayed(function, pure=False)(xb, wb, int(start), params)
+             for xb, wb, start in zip(X.to_delayed()[:, 0], sample_weight.to_delayed(), starts)]
+    return list(dask.compute(*tasks))
+
+
 # -- the driver ------------------------------------------------------------------------------
 class DaskSolver:
     """The solver's interface for lambda selection, over a persisted Dask array.

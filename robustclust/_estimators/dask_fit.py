@@ -196,6 +196,23 @@ def _sample_start(estimator, X, w, target, rng):
     return sub.cluster_centers_
 
 
+def _initial_centres(estimator, X, Xi, w, target, rng, offset, scale):
+    """Initial centres (means) in internal units, float64: the ``init`` array; k-means||
+    on all the data (``init="k-means||"``); otherwise the sampled start."""
+    from .._core.dask_backend import run_blocks
+    from .._core.starts import kmeans_parallel, kmeans_parallel_block, trim_count
+
+    if isinstance(estimator.init, str) and estimator.init == "k-means||":
+        C = estimator._n_clusters
+        return kmeans_parallel(lambda spec: run_blocks(Xi, w, kmeans_parallel_block, spec), C,
+                               trim_count(estimator.n_outliers, X.shape[0], C), rng)
+    if isinstance(estimator.init, str):
+        init = _sample_start(estimator, X, w, target, rng)
+    else:
+        init = np.asarray(estimator.init, dtype=np.float64)
+    return (init - np.asarray(offset, dtype=np.float64)) / scale
+
+
 def _is_mixture(estimator):
     from .mixture import RobustGaussianMixture
 
@@ -244,11 +261,7 @@ def fit_dask(estimator, X, sample_weight=None):
     penalty = make_penalty(estimator.penalty)
     log_penalty = make_penalty(estimator.penalty, True, eps)
     rng = check_random_state(estimator.random_state)
-    if isinstance(estimator.init, str):
-        init = _sample_start(estimator, X, w, target, rng)
-    else:
-        init = np.asarray(estimator.init, dtype=np.float64)
-    inits = [((init - np.asarray(offset, dtype=np.float64)) / scale).astype(X.dtype)]
+    inits = [_initial_centres(estimator, X, Xi, w, target, rng, offset, scale).astype(X.dtype)]
     solver = DaskSolver(Xi, w, model, penalty, log_penalty, count_target=target,
                         max_iter=estimator.max_iter, tol=estimator.tol,
                         verbose=estimator.verbose)
@@ -332,11 +345,7 @@ def _fit_mixture(estimator, X):
     estimator._eps = 1e-3 if estimator.eps is None else float(estimator.eps)
     penalty, log_penalty = make_penalty("group"), make_penalty("group", True, estimator._eps)
     rng = check_random_state(estimator.random_state)
-    if isinstance(estimator.init, str):
-        means = _sample_start(estimator, X, w, target, rng)
-    else:
-        means = np.asarray(estimator.init, dtype=np.float64)
-    inits = [((means - np.asarray(offset, dtype=np.float64)) / scale, None)]
+    inits = [(_initial_centres(estimator, X, Xi, w, target, rng, offset, scale), None)]
     solver = DaskMixtureSolver(Xi, w, model, penalty, log_penalty, count_target=target,
                                max_iter=estimator.max_iter, tol=estimator.tol,
                                verbose=estimator.verbose)

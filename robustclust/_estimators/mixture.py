@@ -18,6 +18,7 @@ from .._core.models import MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
+from .._core.starts import kmeans_parallel_in_memory, trim_count
 from .base import RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
@@ -58,7 +59,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         started from the converged RPC solution.
     eps : float, default=None
         eps of the log penalty, in Mahalanobis units; None means 1e-3.
-    init : {"robust", "robust-kmeans", "k-means++", "random"} or array of \
+    init : {"robust", "robust-kmeans", "k-means++", "k-means||", "random"} or array of \
             shape (n_components, n_features), default="robust"
         Initial means; the initial weights and covariance are those of the
         nearest-mean partition (the covariance from its closest half, see
@@ -71,6 +72,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         start): on the paper's 80-outlier set, RPC from 10 single k-means++
         starts ended with a component on the outliers in 8 (centre RMSE 1.75
         on average), from RobustKMeans starts in none (RMSE 0.62).
+        ``"k-means||"``: the means of :class:`RobustKMeans`' k-means|| start
+        (meant for Dask input: all the data in 7 passes, no sample fit).
     n_init : int, default=10
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
@@ -173,7 +176,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "covariance_type": [StrOptions({"spherical", "diag", "full"})],
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"robust", "k-means++", "random", "robust-kmeans"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "k-means||", "random", "robust-kmeans"}),
+                 "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -278,6 +282,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         C = self.n_components
         if self.init == "k-means++":
             return kmeans_plusplus(X, C, random_state=rng)[0], None
+        if self.init == "k-means||":
+            n_trim = trim_count(self.n_outliers, X.shape[0], C)
+            return kmeans_parallel_in_memory(X, np.ones(X.shape[0]), C, n_trim, rng), None
         if self.init == "random":
             idx = rng.choice(X.shape[0], C, replace=False)
             return (X[idx].toarray() if sp.issparse(X) else X[idx]), None
