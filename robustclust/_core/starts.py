@@ -56,6 +56,7 @@ from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
 from .refine import concentration_steps, trim_mask
@@ -270,7 +271,7 @@ def _first_appearance_order(D):
 KMEANS_PARALLEL_ROUNDS = 5
 #: Points sampled per round, in expectation, per cluster (the paper's l = 2k).
 KMEANS_PARALLEL_OVERSAMPLING = 2
-#: Size of the row chunks (rows x candidates x features) of the exact distances.
+#: Entries of the dense row chunks of a CSR X in the exact distances.
 _CHUNK_ENTRIES = 2**21
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -332,25 +333,49 @@ def add_exact(parts):
     return float(total * Fraction(2) ** base)
 
 
+@njit(nogil=True, cache=True)
+def _nearest_rows(X, centres_t, d2, nearest):
+    """min_c sum_j (x_nj - c_j)^2 (float64, j in order) and its first argmin.
+
+    ``centres_t`` is (p, m): the loop over the centres is the inner one (it
+    vectorizes), each centre's sum still runs over j in order.
+    """
+    n, p = X.shape
+    m = centres_t.shape[1]
+    acc = np.empty(m)
+    for i in range(n):
+        acc[:] = 0.0
+        for j in range(p):
+            x = np.float64(X[i, j])
+            for c in range(m):
+                diff = x - centres_t[j, c]
+                acc[c] += diff * diff
+        best, arg = np.inf, 0
+        for c in range(m):
+            if acc[c] < best:
+                best, arg = acc[c], c
+        d2[i] = best
+        nearest[i] = arg
+
+
 def exact_sq_distances(X, centres):
     """min_c ||x_n - c||^2 and its argmin for the rows of X (dense or CSR), row by row.
 
-    Formed from the differences, in chunks of rows: a row's value is the
-    same whatever block it is in (no product whose blocking could change
-    its rounding), and it is never negative.
+    Formed from the differences, summed over the features in order (compiled,
+    no product whose blocking could change its rounding): a row's value is
+    the same whatever block it is in, and it is never negative.
     """
-    n, p = X.shape
-    m = centres.shape[0]
-    step = max(1, _CHUNK_ENTRIES // max(1, m * p))
+    n = X.shape[0]
+    centres = np.ascontiguousarray(np.asarray(centres, dtype=np.float64).T)
     d2 = np.empty(n)
     nearest = np.empty(n, dtype=np.intp)
+    if not sp.issparse(X):
+        _nearest_rows(np.ascontiguousarray(X), centres, d2, nearest)
+        return d2, nearest
+    step = max(1, _CHUNK_ENTRIES // max(1, X.shape[1]))
     for start in range(0, n, step):
-        rows = X[start:start + step]
-        rows = rows.toarray() if sp.issparse(rows) else rows
-        diff = np.asarray(rows, dtype=np.float64)[:, None, :] - centres[None, :, :]
-        D = (diff * diff).sum(axis=-1)
-        nearest[start:start + step] = np.argmin(D, axis=1)
-        d2[start:start + step] = D[np.arange(D.shape[0]), nearest[start:start + step]]
+        _nearest_rows(X[start:start + step].toarray(), centres, d2[start:start + step],
+                      nearest[start:start + step])
     return d2, nearest
 
 
