@@ -504,6 +504,19 @@ def test_mixture_task_table_does_not_grow_with_iterations(client):
     assert counts[1] - counts[0] <= 2 * Xd.numblocks[0] + 4, counts
 
 
+def test_mixture_float32_same_outliers_and_labels(client):
+    X = _data(seed=43).astype(np.float32)
+    init = _init(X, seed=44)
+    kw = dict(lam=3.0, covariance_type="diag", init=init, n_init=1)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    assert m.means_.dtype == np.float32
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    np.testing.assert_array_equal(m.labels_.compute(), ref.labels_)
+    # the offsets are float32 means summed in different orders: float32 rounding
+    np.testing.assert_allclose(m.means_, ref.means_, rtol=0, atol=1e-4)
+
+
 def test_mixture_bad_input_gets_clear_errors(client):
     X = _data(seed=42)
     with pytest.raises(ValueError, match="unbounded below"):

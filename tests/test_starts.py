@@ -467,3 +467,17 @@ def test_kmeans_parallel_reduction_trims_by_weight():
     n_light = int(np.searchsorted(np.cumsum(np.sort(weights)), 120, side="right"))
     by_count = robust_start(PointSpace(cand), 4, weights, n_light, np.random.RandomState(0))
     assert worst(by_count) > 20.0
+
+
+def test_kmeans_parallel_on_csr_equals_dense():
+    X, _ = separated_blobs(5, n_per=200, n_far=10)
+    X[np.abs(X) < 3.0] = 0.0  # some zeros for the sparse matrix
+    w = np.ones(len(X))
+    dense = _starts.kmeans_parallel_candidates(numpy_blocks(X, w, [0, 333, len(X)]), 4, key=2)
+    csr = _starts.kmeans_parallel_candidates(numpy_blocks(sp.csr_matrix(X), w, [0, len(X)]),
+                                             4, key=2)
+    for a, b in zip(dense[:2], csr[:2]):
+        np.testing.assert_array_equal(a, b)
+    centres = RobustKMeans(4, init="k-means||", n_init=1, random_state=0).fit(
+        sp.csr_matrix(X)).cluster_centers_
+    assert centres.shape == (4, 3) and np.all(np.isfinite(centres))
