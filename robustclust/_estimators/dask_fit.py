@@ -10,11 +10,13 @@ to :func:`fit_dask`, which
    magnitude is extreme, :func:`~robustclust._estimators.base.power_of_two_scale`),
    then persists it once;
 2. finds the initial centres (means): an explicit ``init`` array as given;
-   otherwise the in-memory estimator (same parameters, its own restarts and
-   robust start) is fitted on a uniform sample of :func:`sample_size` rows
-   and its centres (means) start the fit on all the data; the mixture's
-   initial weights and covariance come from those means and all the data,
-   as in memory;
+   ``init="k-means||"``: k-means|| on all the data
+   (:func:`~robustclust._core.starts.kmeans_parallel`, 7 passes); otherwise
+   the in-memory estimator (same parameters, its own restarts and robust
+   start) is fitted on a uniform sample of :func:`sample_size` rows and its
+   centres (means) start the fit on all the data; the mixture's initial
+   weights and covariance come from those means and all the data, as in
+   memory;
 3. runs lambda selection of :mod:`robustclust._core.selection` (lambda given,
    by count, or the default) on a :class:`~robustclust._core.dask_backend.DaskSolver`
    (:class:`~robustclust._core.dask_backend.DaskMixtureSolver` for the mixture);
