@@ -1,6 +1,7 @@
-"""RobustKMeans on Dask: block throughput, per-pass overhead, a lazily generated fit.
+"""RobustKMeans and RobustGaussianMixture on Dask: block throughput, per-pass
+overhead, lazily generated fits, the k-means|| start.
 
-    python benchmarks/bench_dask.py [--rows N] [--skip-fit]
+    python benchmarks/bench_dask.py [--rows N] [--skip-fit | --only-fit] [--mixture] [--start]
 
 1. Rows per second of one worker's block pass (:func:`block_pass`, two
    products X M^T per pass) against one in-memory iteration of the same
@@ -11,6 +12,12 @@
 3. A fit of ``--rows`` x 16 float32 rows generated lazily on the workers
    (never held by the client), 1% of them outliers, flagged by count:
    wall time, passes over the data, peak resident memory of each process.
+4. ``--mixture``: rows per second of one worker's EM iteration (the two
+   block passes of :class:`DaskMixtureSolver`) against one in-memory EM
+   iteration, and the lazy fit of 3. with ``RobustGaussianMixture``
+   (full covariance).
+5. ``--start``: the lazy K-means fit of 3. from ``init="k-means||"``
+   against the sampled start: wall time, passes, the start's share.
 """
 
 import argparse
@@ -108,10 +115,48 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def lazy_fit(n_rows, rows_per_block=500_000):
+def mixture_block_throughput(rows=200_000, repeats=3, lam=3.0):
+    from robustclust import RobustGaussianMixture
+    from robustclust._core import dask_backend
+    from robustclust._core.geometry import LinearGeometry
+    from robustclust._core.models import MixtureModel
+    from robustclust._core.penalties import make_penalty
+    from robustclust._core.solver import Solver
+
+    X = _blobs_block(0, rows, 0).astype(np.float64)
+    X = X - X.mean(0)
+    init = X[:: rows // C][:C].copy()
+    model = MixtureModel(C, "full", 1e-6 * float(X.var(0).mean()), P)
+    penalty = make_penalty("group")
+    _, weights, cov = model.initial_parameters(Solver(LinearGeometry(X), model, penalty), init)
+    prev = (init, weights, cov, dask_backend.MixtureFlagged.empty(C, False), lam, False)
+    specs = [{"model": model, "penalty": penalty, "log_penalty": None, "prev": prev,
+              "means": True},
+             {"model": model, "penalty": penalty, "log_penalty": None, "prev": prev,
+              "step": (init, lam, False)}]
+    w = np.ones(rows)
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for spec in specs:
+            dask_backend.mixture_block_pass(X, w, 0, spec)
+        best = min(best, time.perf_counter() - t)
+    times = []
+    for iters in (5, 15):
+        est = RobustGaussianMixture(C, covariance_type="full", lam=lam, init=init, n_init=1,
+                                    tol=0.0, max_iter=iters)
+        t = time.perf_counter()
+        est.fit(X)
+        times.append((time.perf_counter() - t, est.n_iter_))
+    mem = (times[1][0] - times[0][0]) / (times[1][1] - times[0][1])
+    print(f"mixture (full): block EM iteration (2 passes): {rows / best:,.0f} rows/s per "
+          f"worker; in-memory EM iteration: {rows / mem:,.0f} rows/s")
+
+
+def lazy_fit(n_rows, rows_per_block=500_000, mixture=False, init="robust"):
     import distributed
 
-    from robustclust import RobustKMeans
+    from robustclust import RobustGaussianMixture, RobustKMeans
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
@@ -120,7 +165,11 @@ def lazy_fit(n_rows, rows_per_block=500_000):
         load = os.getloadavg()[0]
         cpu0 = client.run(_cpu_seconds)
         t, c = time.perf_counter(), _cpu_seconds()
-        m = RobustKMeans(C, n_outliers=n_rows // 100, random_state=0).fit(X)
+        if mixture:
+            m = RobustGaussianMixture(C, covariance_type="full", n_outliers=n_rows // 100,
+                                      init=init, random_state=0).fit(X)
+        else:
+            m = RobustKMeans(C, n_outliers=n_rows // 100, init=init, random_state=0).fit(X)
         wall, cpu = time.perf_counter() - t, _cpu_seconds() - c
         cpu1 = client.run(_cpu_seconds)
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -129,9 +178,11 @@ def lazy_fit(n_rows, rows_per_block=500_000):
             truth[start:start + min(rows_per_block, n_rows - start) // 100] = True
         found = np.zeros(n_rows, dtype=bool)
         found[m.outlier_indices_] = True
-        print(f"lazy fit {n_rows:,} x {P} float32, {X.numblocks[0]} blocks, load average "
-              f"{load:.2f} at start: {wall:.1f} s wall, {m._dask_solver_passes} passes, "
-              f"{m.n_outliers_} flagged ({np.sum(found & truth)} of {truth.sum()} planted), "
+        name = type(m).__name__
+        print(f"lazy {name} (init={init!r}) {n_rows:,} x {P} float32, {X.numblocks[0]} "
+              f"blocks, load average {load:.2f} at start: {wall:.1f} s wall, "
+              f"{m._dask_solver_passes} passes, {m.n_iter_} iterations, {m.n_outliers_} "
+              f"flagged ({np.sum(found & truth)} of {truth.sum()} planted), "
               f"lambda {m.lambda_:.4g}")
         print(f"  CPU seconds: client {cpu:.1f}; workers "
               + ", ".join(f"{cpu1[k] - cpu0[k]:.1f}" for k in cpu1))
@@ -139,18 +190,49 @@ def lazy_fit(n_rows, rows_per_block=500_000):
               " MiB; workers " + ", ".join(f"{v / 1024:.0f} MiB" for v in peaks.values()))
 
 
+def start_times(n_rows, rows_per_block=500_000):
+    """The start alone: k-means|| on all the rows against the sampled start."""
+    import distributed
+    from sklearn.utils import check_random_state
+
+    from robustclust import RobustKMeans
+    from robustclust._estimators import dask_fit
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        X = lazy_blobs(n_rows, rows_per_block)
+        w = dask_fit._weights(None, X)
+        Xi, w, offset, scale = dask_fit.internal_units(X, w)
+        for init in ("robust", "k-means||"):
+            est = RobustKMeans(C, n_outliers=n_rows // 100, init=init, random_state=0)
+            t = time.perf_counter()
+            dask_fit._initial_centres(est, X, Xi, w, n_rows // 100, check_random_state(0),
+                                      offset, scale)
+            print(f"  start init={init!r}: {time.perf_counter() - t:.1f} s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--skip-fit", action="store_true")
     parser.add_argument("--only-fit", action="store_true")
+    parser.add_argument("--mixture", action="store_true")
+    parser.add_argument("--start", action="store_true")
     args = parser.parse_args()
     if not args.only_fit:
         block_throughput()
         block_throughput(p=32)
         pass_overhead()
+        if args.mixture:
+            mixture_block_throughput()
     if not args.skip_fit:
         lazy_fit(args.rows)
+        if args.mixture:
+            lazy_fit(args.rows, mixture=True)
+    if args.start:
+        start_times(args.rows)
+        lazy_fit(args.rows, init="k-means||")
 
 
 if __name__ == "__main__":

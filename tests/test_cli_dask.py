@@ -29,7 +29,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
 
-from robustclust import RobustKMeans, load_model  # noqa: E402
+from robustclust import RobustGaussianMixture, RobustKMeans, load_model  # noqa: E402
 from robustclust.cli import main  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -132,6 +132,27 @@ def test_parquet_glob_fit_equals_the_in_memory_fit_of_the_rows_concatenated(tmp_
                                   model.outlier_indices_)
     assert summary["lambda"] == pytest.approx(model.lambda_, rel=1e-12)
     assert summary["objective"] == pytest.approx(model.objective_, rel=1e-12)
+
+
+def test_the_mixture_on_a_parquet_glob_is_the_api_dask_fit(tmp_path):
+    write_parquet(tmp_path / "data")
+    fit = run(["fit", "data/*.parquet", "-k", 3, "-s", N_OUTLIERS, "--seed", 0, "--method",
+               "gmm", "--covariance", "diag", "-o", "out/", "--json"], tmp_path)
+    assert (fit.returncode, fit.stderr) == (0, "")
+    summary = json.loads(fit.stdout)
+    out = pd.concat(parts_of(tmp_path / "out"), ignore_index=True)
+    with dask.config.set(scheduler="threads"):
+        model = RobustGaussianMixture(3, covariance_type="diag", n_outliers=N_OUTLIERS,
+                                      random_state=0).fit(
+            da.from_array(rows(), chunks=(ROWS_PER_PART, -1)))
+        labels = model.labels_.compute()
+        scores = model.outlier_scores_.compute()
+    assert summary["n_outliers"] == model.n_outliers_ == N_OUTLIERS
+    np.testing.assert_array_equal(out["cluster"].to_numpy(dtype=int), labels)
+    np.testing.assert_array_equal(out.index[out["is_outlier"].to_numpy(dtype=bool)],
+                                  model.outlier_indices_)
+    np.testing.assert_allclose(out["outlier_score"].to_numpy(dtype=float), scores, rtol=1e-12)
+    assert summary["lambda"] == pytest.approx(model.lambda_, rel=1e-12)
 
 
 def test_the_output_dataset_one_part_per_file_in_row_order(tmp_path):
@@ -396,9 +417,6 @@ HOSTILE = {
     "a .csv output": (_parquet, ["data", "-o", "out.csv"], 2,
                       "with a dataset INPUT, -o names a directory, written as a Parquet "
                       "dataset (one part file per partition), not a .csv file: e.g. -o out/"),
-    "the mixture": (_parquet, ["data", "--method", "gmm"], 2,
-                    "--method gmm does not run on a Dask dataset yet: use --method kmeans or "
-                    "soft, or fit one file in memory"),
     "a kernel": (_parquet, ["data", "--kernel", "rbf"], 2,
                  "--kernel does not apply to a Dask dataset: kernel fits need the whole kernel "
                  "matrix in memory"),

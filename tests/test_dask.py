@@ -18,7 +18,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
-from robustclust import KernelRobustKMeans, RobustKMeans  # noqa: E402
+from robustclust import KernelRobustKMeans, RobustGaussianMixture, RobustKMeans  # noqa: E402
 from robustclust import _progress  # noqa: E402
 from robustclust._core import dask_backend  # noqa: E402
 
@@ -237,11 +237,18 @@ def test_weighted_median_is_exact(client, monkeypatch):
                         KMeansModel(N_CLUSTERS), make_penalty("group"))
     state = solver.init_state(m.cluster_centers_)
     d2 = ((X[:, None, :] - m.cluster_centers_[None]) ** 2).sum(-1).min(1)
-    for q in (0.5, 0.1, 0.9):
+    # a quantile inside the 300 tied values: more than QUANTILE_GATHER in one value
+    tie = d2[300]
+    order = np.argsort(d2, kind="stable")
+    cum = np.cumsum(w[order]) / w.sum()
+    inside_tie = 0.5 * (cum[d2[order] < tie][-1] + cum[d2[order] <= tie][-1])
+    for q in (0.5, 0.1, 0.9, inside_tie):
+        before = solver.passes
         got = weighted_quantile(solver, state, q)
         want = np.quantile(d2, q, weights=w, method="inverted_cdf")
         assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
-    assert solver.passes > 4  # the refinement ran
+        assert solver.passes - before > 2  # the refinement ran: nothing gathered whole
+    assert weighted_quantile(solver, state, inside_tie) == pytest.approx(tie, rel=1e-9)
 
 
 # -- the scheduler ---------------------------------------------------------------------------------
@@ -313,3 +320,308 @@ def test_worker_killed_mid_fit_same_answer():
             m2 = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 6))
         assert killed.is_set()
         _assert_same_fit(m2, ref)
+
+
+# -- the mixture --------------------------------------------------------------------------------
+COVARIANCES = ("tied_spherical", "tied_diag", "tied")   # one covariance for all components
+#: the kind of MixtureModel (the common covariance) of each type
+KIND = {"tied_spherical": "spherical", "tied_diag": "diag", "tied": "full"}
+
+
+def _assert_same_mixture(m, ref, X):
+    """The Dask fit ``m`` is the in-memory fit ``ref``: same outliers and labels,
+    parameters and objective to 1e-10 (means relative to their spread about X's mean)."""
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    np.testing.assert_array_equal(m.labels_.compute(), ref.labels_)
+    spread = np.abs(ref.means_ - X.mean(axis=0)).max()
+    np.testing.assert_allclose(m.means_, ref.means_, rtol=0, atol=1e-10 * spread)
+    np.testing.assert_allclose(m.weights_, ref.weights_, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(m.covariances_, ref.covariances_, rtol=1e-10,
+                               atol=1e-10 * np.abs(ref.covariances_).max())
+    assert m.n_iter_ == ref.n_iter_
+    assert m.converged_ == ref.converged_
+    assert m.n_outliers_ == ref.n_outliers_
+    assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
+    assert m.unweighted_lambda_ == pytest.approx(ref.unweighted_lambda_, rel=1e-12)
+    assert m.objective_ == pytest.approx(ref.objective_, rel=1e-10)
+    np.testing.assert_allclose(m.objective_history_, ref.objective_history_, rtol=1e-10)
+
+
+MIXTURE_CASES = {
+    "lam": dict(lam=3.0),
+    "weighted": dict(lam=3.0, weighted=True),
+    "count": dict(n_outliers=60),
+}
+
+
+@pytest.mark.parametrize("case", list(MIXTURE_CASES))
+@pytest.mark.parametrize("covariance_type", COVARIANCES)
+def test_mixture_same_answers_as_in_memory_from_the_same_means(client, covariance_type, case):
+    X = _data()
+    init = _init(X)
+    kw = dict(covariance_type=covariance_type, init=init, n_init=1, **MIXTURE_CASES[case])
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    _assert_same_mixture(m, ref, X)
+    assert ref.n_outliers_ > 40  # the planted points are flagged (60 far ones)
+    if case == "count":
+        assert m.n_outliers_ == 60
+    np.testing.assert_allclose(m.memberships_.compute(), ref.memberships_, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("covariance_type, kw", [
+    ("tied_spherical", dict()), ("tied", dict()),
+    ("tied_diag", dict(n_outliers=50, weighted=True))],
+    ids=["default-spherical", "default-full", "weighted-count-diag"])
+def test_mixture_default_lambda_and_weighted_count_as_in_memory(client, covariance_type, kw):
+    X = _data(seed=30)
+    init = _init(X, seed=31)
+    kw = dict(covariance_type=covariance_type, init=init, n_init=1, **kw)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 5))
+    _assert_same_mixture(m, ref, X)
+    if "n_outliers" in kw:
+        assert m.n_outliers_ == kw["n_outliers"]
+
+
+@pytest.mark.parametrize("n", [1201, 1200])
+@pytest.mark.parametrize("covariance_type", COVARIANCES)
+def test_mixture_initial_parameters_equal_in_memory(client, monkeypatch, covariance_type, n):
+    """pi and Sigma from the initial means (the exact median of an odd or even count,
+    ties included, through the histogram refinement) equal MixtureModel.initial_parameters."""
+    from robustclust._core.dask_backend import DaskMixtureSolver
+    from robustclust._core.geometry import LinearGeometry
+    from robustclust._core.models import MixtureModel
+    from robustclust._core.penalties import make_penalty
+    from robustclust._core.solver import Solver
+
+    monkeypatch.setattr(dask_backend, "QUANTILE_GATHER", 30)
+    monkeypatch.setattr(dask_backend, "QUANTILE_BINS", 8)
+    X = _data(seed=32)[:n] - 100.0
+    X[:200] = X[200]  # ties at the median's side
+    centers = _init(X, seed=33).astype(np.float64)
+    model = MixtureModel(N_CLUSTERS, KIND[covariance_type], 1e-6, X.shape[1])
+    penalty = make_penalty("group")
+    _, weights, cov = model.initial_parameters(Solver(LinearGeometry(X), model, penalty),
+                                                centers)
+    solver = DaskMixtureSolver(_blocks(X, 7), da.ones(n, chunks=((n + 6) // 7,)), model,
+                               penalty)
+    got_weights, got_cov = solver.initial_parameters(centers)
+    np.testing.assert_allclose(got_weights, weights, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(got_cov.value, cov.value, rtol=1e-12,
+                               atol=1e-12 * np.abs(cov.value).max())
+    assert solver.passes > 3  # the histogram refinement ran
+    d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1).min(1)
+    assert (n % 2 == 0) == (np.median(d2) not in d2)  # an even count averages two values
+
+
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "tied"])
+def test_mixture_chunking_does_not_change_the_answer(client, covariance_type):
+    X = _data(seed=34)
+    init = _init(X, seed=35)
+    kw = dict(lam=3.0, covariance_type=covariance_type, init=init, n_init=1)
+    fits = [RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, nb)) for nb in (1, 7, 64)]
+    first = fits[0]
+    spread = np.abs(first.means_ - X.mean(axis=0)).max()
+    assert first.n_outliers_ > 40
+    for other in fits[1:]:
+        np.testing.assert_array_equal(other.outlier_indices_, first.outlier_indices_)
+        np.testing.assert_array_equal(other.labels_.compute(), first.labels_.compute())
+        np.testing.assert_allclose(other.means_, first.means_, rtol=0, atol=1e-10 * spread)
+        assert other.n_iter_ == first.n_iter_
+        assert other.objective_ == pytest.approx(first.objective_, rel=1e-10)
+
+
+def test_mixture_fitted_attributes_and_new_points(client):
+    X = _data(seed=36)
+    init = _init(X, seed=37)
+    kw = dict(n_outliers=40, covariance_type="tied_diag", init=init, n_init=1)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    Xd = _blocks(X, 5)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(Xd)
+    for name in ("labels_", "memberships_", "outlier_mask_", "outlier_norms_",
+                 "outlier_scores_"):
+        assert isinstance(getattr(m, name), da.Array), name
+    for name in ("means_", "weights_", "covariances_", "precisions_cholesky_"):
+        assert isinstance(getattr(m, name), np.ndarray), name
+    assert m.outlier_indices_.dtype == np.int64 and m.outlier_vectors_ is None
+    np.testing.assert_array_equal(m.outlier_mask_.compute(), ref.outlier_mask_)
+    np.testing.assert_allclose(m.outlier_norms_.compute(), ref.outlier_norms_, rtol=0,
+                               atol=1e-9)
+    np.testing.assert_allclose(m.outlier_scores_.compute(), ref.outlier_scores_, rtol=0,
+                               atol=1e-9)
+    np.testing.assert_allclose(m.outlier_rows_, ref.outlier_vectors_[ref.outlier_indices_]
+                               .toarray(), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.precisions_cholesky_, ref.precisions_cholesky_, rtol=1e-10)
+    new = _data(n_per_cluster=100, n_outliers=30, seed=38)
+    new_d = _blocks(new, 3)
+    for method in ("predict", "predict_proba", "score_samples"):
+        got = getattr(m, method)(new_d)
+        assert isinstance(got, da.Array), method
+        np.testing.assert_allclose(got.compute(), getattr(ref, method)(new), rtol=0,
+                                   atol=1e-9, err_msg=method)
+    assert m.score(new_d) == pytest.approx(ref.score(new), rel=1e-10)
+    assert m.bic(new_d) == pytest.approx(ref.bic(new), rel=1e-10)
+    assert m.aic(new_d) == pytest.approx(ref.aic(new), rel=1e-10)
+    assert isinstance(m.fit_predict(Xd), da.Array)
+
+
+def test_mixture_dask_dataframe_numeric_columns(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X = _data(seed=39)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["name"] = "x"
+    init = _init(X, seed=40)
+    kw = dict(lam=3.0, covariance_type="tied", init=init, n_init=1)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(dd.from_pandas(frame, npartitions=4))
+    np.testing.assert_array_equal(m.feature_names_in_, ["a", "b", "c"])
+    _assert_same_mixture(m, ref, X)
+
+
+def test_mixture_sampled_start_flags_the_planted_outliers(client):
+    X = _data(n_per_cluster=3000, n_outliers=100, seed=41)
+    kw = dict(n_outliers=100, covariance_type="tied", random_state=0, tol=1e-8)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 8))
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    assert m.n_outliers_ == 100
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    # another start, the same fixed point: equal to the stopping rule's tolerance
+    np.testing.assert_allclose(np.sort(m.means_, axis=0), np.sort(ref.means_, axis=0),
+                               rtol=0, atol=1e-3)
+
+
+def test_mixture_task_table_does_not_grow_with_iterations(client):
+    X = _data(seed=21)
+    Xd = _blocks(X, 6).persist()
+    init = _init(X, seed=22)
+    counts = []
+    models = []
+    for iters in (5, 50):
+        m = RobustGaussianMixture(N_CLUSTERS, lam=3.0, covariance_type="tied", init=init,
+                                  n_init=1, tol=0.0, max_iter=iters).fit(Xd)
+        models.append(m)
+        assert m.n_iter_ == iters
+        counts.append(_n_tasks(client))
+    assert counts[1] - counts[0] <= 2 * Xd.numblocks[0] + 4, counts
+
+
+def test_mixture_float32_same_outliers_and_labels(client):
+    X = _data(seed=43).astype(np.float32)
+    init = _init(X, seed=44)
+    kw = dict(lam=3.0, covariance_type="tied_diag", init=init, n_init=1)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    assert m.means_.dtype == np.float32
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    np.testing.assert_array_equal(m.labels_.compute(), ref.labels_)
+    # the offsets are float32 means summed in different orders: float32 rounding
+    np.testing.assert_allclose(m.means_, ref.means_, rtol=0, atol=1e-4)
+
+
+def test_mixture_bad_input_gets_clear_errors(client):
+    X = _data(seed=42)
+    with pytest.raises(ValueError, match="unbounded below"):
+        RobustGaussianMixture(N_CLUSTERS, lam=0.0).fit(_blocks(X, 3))
+    with pytest.raises(ValueError, match="initial means"):
+        RobustGaussianMixture(N_CLUSTERS, lam=3.0, init=X[:2]).fit(_blocks(X, 3))
+
+
+@pytest.mark.parametrize("covariance_type", ["spherical", "diag", "full"])
+def test_per_component_covariances_are_refused_on_dask_with_the_supported_types(
+        client, covariance_type):
+    X = _data(seed=43)
+    with pytest.raises(ValueError, match=f"covariance_type='{covariance_type}' \\(one "
+                       "covariance per component\\) is not supported on Dask arrays yet; the "
+                       "common ones are: 'tied_spherical' \\(the paper's\\), 'tied_diag' and "
+                       "'tied'"):
+        RobustGaussianMixture(N_CLUSTERS, lam=3.0, covariance_type=covariance_type,
+                              n_init=1).fit(_blocks(X, 3))
+
+
+@pytest.mark.parametrize("covariance_type", COVARIANCES)
+def test_mixture_initial_parameters_and_ratio_bound_as_in_memory(client, covariance_type):
+    # means_init, weights_init, precisions_init start the Dask fit as they do in memory, and
+    # the eigenvalue-ratio bound holds there too
+    X = _data(seed=44)
+    X[:, 0] *= 4.0                       # an elongated common covariance: the bound binds
+    p = X.shape[1]
+    precisions = {"tied_spherical": 0.5, "tied_diag": np.full(p, 0.5),
+                  "tied": 0.5 * np.eye(p)}[covariance_type]
+    kw = dict(lam=3.0, covariance_type=covariance_type, means_init=_init(X, seed=45),
+              weights_init=np.full(N_CLUSTERS, 1.0 / N_CLUSTERS), precisions_init=precisions,
+              eigenvalue_ratio=2.0, n_init=1)
+    ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
+    m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    _assert_same_mixture(m, ref, X)
+    vals = np.linalg.eigvalsh(np.atleast_2d(np.diag(m.covariances_) if m.covariances_.ndim == 1
+                                            else m.covariances_))
+    assert vals.max() <= 2.0 * vals.min() * (1 + 1e-9)
+
+
+# -- k-means|| ----------------------------------------------------------------------------------
+def _separated_blobs(seed, k=N_CLUSTERS, n_per=1500, p=3, n_far=60):
+    """k unit-variance clusters 20 apart and ``n_far`` points 60-120 away; labels (-1 far)."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros((k, p))
+    means[:, 0] = 20.0 * np.arange(k)
+    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + 100.0
+    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
+    direction = rng.normal(size=(n_far, p))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
+    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
+    order = rng.permutation(len(y))
+    return np.vstack([X, far])[order], y[order]
+
+
+@pytest.mark.parametrize("estimator", [RobustKMeans, RobustGaussianMixture])
+def test_kmeans_parallel_start_recovers_the_clusters_and_flags_the_far_points(client, estimator):
+    from sklearn.metrics import adjusted_rand_score
+
+    for seed in (0, 1):
+        X, y = _separated_blobs(seed)
+        m = estimator(N_CLUSTERS, init="k-means||", n_outliers=60, random_state=seed).fit(
+            _blocks(X, 6))
+        inliers = y >= 0
+        assert adjusted_rand_score(y[inliers], m.labels_.compute()[inliers]) == 1.0
+        np.testing.assert_array_equal(m.outlier_indices_, np.flatnonzero(~inliers))
+
+
+def test_kmeans_parallel_candidates_the_same_in_any_blocks_and_in_memory(client):
+    from robustclust._core.dask_backend import run_blocks
+    from robustclust._core.starts import kmeans_parallel_block, kmeans_parallel_candidates
+
+    X, _ = _separated_blobs(2)
+    n = len(X)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, n)
+    for weights in (np.ones(n), w):
+        ref = kmeans_parallel_candidates(
+            lambda spec: [kmeans_parallel_block(X, weights, 0, spec)], N_CLUSTERS, key=77)
+        for nb in (1, 7, 64):
+            Xd = _blocks(X, nb)
+            wd = da.from_array(weights, chunks=(Xd.chunks[0],))
+            got = kmeans_parallel_candidates(
+                lambda spec: run_blocks(Xd, wd, kmeans_parallel_block, spec), N_CLUSTERS, key=77)
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
+            assert got[2] == ref[2]
+        if weights is w:
+            assert ref[1].sum() == pytest.approx(w.sum(), rel=1e-12)
+        else:
+            assert ref[1].sum() == n  # the candidates' weights count every point once
+    other = kmeans_parallel_candidates(lambda spec: [kmeans_parallel_block(X, w, 0, spec)],
+                                       N_CLUSTERS, key=78)
+    assert other[0].shape != ref[0].shape or not np.array_equal(other[0], ref[0])
+
+
+def test_kmeans_parallel_fit_the_same_in_any_blocks_and_in_memory(client):
+    X, _ = _separated_blobs(3)
+    kw = dict(init="k-means||", n_init=1, n_outliers=60, refine=False, random_state=4)
+    ref = RobustKMeans(N_CLUSTERS, **kw).fit(X)
+    fits = [RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, nb)) for nb in (1, 7, 64)]
+    for m in fits:
+        _assert_same_fit(m, ref)
+    again = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 7))
+    np.testing.assert_array_equal(again.cluster_centers_, fits[1].cluster_centers_)

@@ -328,3 +328,156 @@ def test_float32_sparse_input_gets_the_robust_start():
     np.testing.assert_array_equal(sparse.outlier_mask_, dense.outlier_mask_)
     np.testing.assert_array_equal(sparse.labels_, dense.labels_)
     assert sparse.outlier_mask_[-1] and sparse.n_outliers_ == 1
+
+
+# -- k-means|| (init="k-means||"): block-free draws, exact potentials, weighted candidates -----
+from fractions import Fraction  # noqa: E402
+import math  # noqa: E402
+
+from robustclust._core import starts as _starts  # noqa: E402
+from robustclust._core.refine import trim_mask  # noqa: E402
+
+
+def separated_blobs(seed, k=4, n_per=500, p=3, n_far=40):
+    """k unit-variance clusters 20 apart and ``n_far`` points 60-120 away; labels (-1 far)."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros((k, p))
+    means[:, 0] = 20.0 * np.arange(k)
+    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + 5.0
+    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
+    direction = rng.normal(size=(n_far, p))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
+    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
+    order = rng.permutation(len(y))
+    return np.vstack([X, far])[order], y[order]
+
+
+def numpy_blocks(X, w, bounds):
+    """``run`` of :func:`kmeans_parallel_candidates` over the row blocks X[a:b]."""
+    return lambda spec: [_starts.kmeans_parallel_block(X[a:b], w[a:b], a, spec)
+                         for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def test_exact_sum_is_correctly_rounded_and_split_free():
+    rng = np.random.default_rng(0)
+    values = rng.exponential(size=20001) * 10.0 ** rng.integers(-40, 40, size=20001)
+    values[::7] *= -1
+    want = math.fsum(values)
+    assert _starts.add_exact([_starts.exact_sum(values)]) == want
+    for cuts in ([1, 2], [10, 5000, 5001, 19999], list(range(0, 20001, 997))):
+        bounds = [0, *cuts, len(values)]
+        parts = [_starts.exact_sum(values[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        assert _starts.add_exact(parts[::-1]) == want  # any order of the blocks
+    exact = sum(Fraction(v) for v in values[:50])  # a plain float sum would round differently
+    assert _starts.add_exact([_starts.exact_sum(values[:50])]) == float(exact)
+
+
+def test_row_uniforms_are_a_function_of_the_row_and_uniform():
+    rows = np.arange(200_000)
+    u = _starts.row_uniforms(7, 3, rows)
+    assert np.array_equal(np.concatenate([_starts.row_uniforms(7, 3, rows[:1234]),
+                                          _starts.row_uniforms(7, 3, rows[1234:])]), u)
+    assert np.array_equal(_starts.row_uniforms(7, 3, rows[[5, 99_999, 3]]), u[[5, 99_999, 3]])
+    assert not np.any(_starts.row_uniforms(8, 3, rows[:100]) == u[:100])
+    assert not np.any(_starts.row_uniforms(7, 4, rows[:100]) == u[:100])
+    assert np.all((u > 0) & (u < 1))
+    counts = np.bincount((u * 50).astype(int), minlength=50)
+    chi2 = float(((counts - 4000.0) ** 2 / 4000.0).sum())
+    from scipy import stats
+
+    assert stats.chi2.sf(chi2, 49) > 1e-4, chi2
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01  # neighbouring rows independent
+
+
+def test_trim_mask_by_weight_trims_the_farthest_per_unit_of_weight():
+    d2 = np.array([1.0, 50.0, 2.0, 40.0, 30.0])
+    w = np.array([100.0, 1.0, 80.0, 2.0, 500.0])
+    # farthest first: 50 (weight 1), 40 (2), 30 (500): a budget of 3 takes the first two
+    np.testing.assert_array_equal(trim_mask(w * d2, 3.0, w), [False, True, False, True, False])
+    np.testing.assert_array_equal(trim_mask(w * d2, 2.9, w), [False, True, False, False, False])
+    np.testing.assert_array_equal(trim_mask(w * d2, 0.0, w), [False] * 5)
+    # by count the heavy candidate at 30 would be trimmed first (largest w d2)
+    np.testing.assert_array_equal(trim_mask(w * d2, 1), [False, False, False, False, True])
+
+
+def test_kmeans_parallel_candidates_do_not_depend_on_the_blocks():
+    X, y = separated_blobs(1)
+    w = np.ones(len(X))
+    n = len(X)
+    runs = [numpy_blocks(X, w, bounds) for bounds in
+            ([0, n], [0, 1, 300, 301, 1000, 2001, n], list(range(0, n, 32)) + [n])]
+    got = [_starts.kmeans_parallel_candidates(run, 4, key=12345) for run in runs]
+    cand, weights, potentials = got[0]
+    for other in got[1:]:
+        np.testing.assert_array_equal(other[0], cand)
+        np.testing.assert_array_equal(other[1], weights)
+        assert other[2] == potentials
+    assert weights.sum() == n  # every point in one cell
+    # the weights are the Voronoi counts of the candidates
+    nearest = ((X[:, None, :] - cand[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(weights, np.bincount(nearest, minlength=len(cand)))
+    # the candidates are data rows, distinct, ~1 + 5 rounds of 2k in expectation
+    assert all((X == c).all(1).any() for c in cand)
+    assert len(np.unique(cand, axis=0)) == len(cand)
+    assert 8 <= len(cand) <= 1 + 5 * 8 * 2
+    assert potentials[-1] < potentials[0] / 10  # the rounds cover the data
+    other_key = _starts.kmeans_parallel_candidates(runs[0], 4, key=54321)[0]
+    assert other_key.shape != cand.shape or not np.array_equal(other_key, cand)
+
+
+def test_kmeans_parallel_weights_follow_sample_weight():
+    X, _ = separated_blobs(2)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(X))
+    cand, weights, _ = _starts.kmeans_parallel_candidates(numpy_blocks(X, w, [0, 900, len(X)]),
+                                                          4, key=9)
+    assert weights.sum() == pytest.approx(w.sum(), rel=1e-12)
+    nearest = ((X[:, None, :] - cand[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_allclose(weights, np.bincount(nearest, w, minlength=len(cand)),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", [RobustKMeans, RobustGaussianMixture])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kmeans_parallel_start_in_memory_recovers_clusters_and_far_points(estimator, seed):
+    X, y = separated_blobs(seed)
+    m = estimator(4, init="k-means||", n_init=1, n_outliers=40, random_state=seed).fit(X)
+    inliers = y >= 0
+    assert adjusted_rand_score(y[inliers], m.labels_[inliers]) == 1.0
+    np.testing.assert_array_equal(m.outlier_indices_, np.flatnonzero(~inliers))
+
+
+def test_kmeans_parallel_reduction_trims_by_weight():
+    """The far points are many light candidates: a start trimming a count of candidates
+    by weighted cost keeps them and puts a centre there; trimming by weight does not."""
+    X, y = separated_blobs(4, n_far=120)
+    Xc = X - X.mean(0)
+    cand, weights, _ = _starts.kmeans_parallel_candidates(
+        numpy_blocks(Xc, np.ones(len(X)), [0, len(X)]), 4, key=11)
+    truth = np.array([Xc[y == c].mean(0) for c in range(4)])
+
+    def worst(centres):
+        D = ((centres[:, None] - truth[None]) ** 2).sum(-1)
+        rows, cols = linear_sum_assignment(D)
+        return float(np.sqrt(D[rows, cols]).max())
+
+    by_weight = robust_start(PointSpace(cand), 4, weights, 120, np.random.RandomState(0),
+                             by_weight=True)
+    assert worst(by_weight) < 5.0  # on the clusters (20 apart), up to the candidates
+    n_light = int(np.searchsorted(np.cumsum(np.sort(weights)), 120, side="right"))
+    by_count = robust_start(PointSpace(cand), 4, weights, n_light, np.random.RandomState(0))
+    assert worst(by_count) > 20.0
+
+
+def test_kmeans_parallel_on_csr_equals_dense():
+    X, _ = separated_blobs(5, n_per=200, n_far=10)
+    X[np.abs(X) < 3.0] = 0.0  # some zeros for the sparse matrix
+    w = np.ones(len(X))
+    dense = _starts.kmeans_parallel_candidates(numpy_blocks(X, w, [0, 333, len(X)]), 4, key=2)
+    csr = _starts.kmeans_parallel_candidates(numpy_blocks(sp.csr_matrix(X), w, [0, len(X)]),
+                                             4, key=2)
+    for a, b in zip(dense[:2], csr[:2]):
+        np.testing.assert_array_equal(a, b)
+    centres = RobustKMeans(4, init="k-means||", n_init=1, random_state=0).fit(
+        sp.csr_matrix(X)).cluster_centers_
+    assert centres.shape == (4, 3) and np.all(np.isfinite(centres))

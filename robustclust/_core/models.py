@@ -577,6 +577,116 @@ class MixtureModel:
         """Per-point costs of the trimmed likelihood: -log p(x_n) with o = 0."""
         return self.clean_costs(solver, state)
 
+    # -- an iteration split at its sums over the points (robustclust._core.dask_backend) --
+    # The Dask solver runs the steps above on each block of rows and needs, between
+    # them, the few quantities that are sums over all the points; these methods give
+    # them per block (they add up over any split of the points) and the parameters
+    # from their totals, with the formulas of :meth:`iterate`,
+    # :meth:`covariance_step` and :meth:`initial_parameters`.
+    def state_at(self, solver, centers, weights, cov, outliers, lam, penalty):
+        """The state of an E-step at (pi, means, Sigma) and the outliers ``outliers``.
+
+        Every state of a fit is one (:meth:`iterate`, :meth:`fixed_centre_step`,
+        :meth:`start` end in it), so it is a function of those parameters and
+        the flagged points' records alone.
+        """
+        products = solver.geometry.products(centers, cov.metric)
+        D = self.distances(solver, products, outliers, centers) * cov.scale
+        return self._state(solver, centers, products, weights, cov, outliers, D, lam, penalty)
+
+    def mean_statistics(self, solver, state):
+        """(sum_n gamma_nc, sum_n gamma_nc (x_n - o_n)): what eqs. (22)-(23) divide."""
+        resp = state.memberships
+        sums = solver.geometry.point_sums(resp)
+        if state.n_outliers:
+            sums = sums - solver.geometry.outlier_sums(resp, state.outliers, state.centers)
+        return solver.xp.sum(resp, axis=0), sums
+
+    def means_and_weights(self, resp_totals, sums):
+        """(means, pi) of eqs. (23), (22) from the totals of :meth:`mean_statistics`."""
+        nk = resp_totals + _TINY
+        return sums / nk[:, None], nk / np.sum(nk)
+
+    def covariance_statistics(self, solver, lam, penalty, resp, centers, outliers, D_raw):
+        """The sums over the points that the covariance step divides (eq. (26)/(27)).
+
+        Spherical: ``trace`` = sum_n sum_c gamma_nc ||y_n - m_c||^2 (``D_raw``)
+        and ``a`` = sum_n lam_n ||o_n||_2; diag and full: ``scatter``, the
+        matrix S + sum_n (lam_n / ||o_n||) o_n o_n^T of :meth:`covariance_step`
+        with the points' own sum_n gamma_nc.
+        """
+        xp = solver.xp
+        lam_n = None
+        if outliers.count:
+            if penalty.weighted:
+                lam_n = lam / (outliers.sizes + penalty.eps)
+            else:
+                lam_n = xp.full(outliers.count, float(lam)) if xp is not np else \
+                    np.full(outliers.count, float(lam))
+        if self.kind == "spherical":
+            return {"trace": float(xp.sum(resp * D_raw)),
+                    "a": float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0}
+        S = solver.geometry.scatter(resp, xp.sum(resp, axis=0), centers, outliers, lam_n,
+                                    outliers.sizes if outliers.count else None)
+        return {"scatter": np.asarray(solver.to_host(S), dtype=np.float64)}
+
+    def covariance_from_statistics(self, totals, n_samples, centers):
+        """Sigma of :meth:`covariance_step` from the totals of :meth:`covariance_statistics`
+        over all ``n_samples`` points at the means ``centers``."""
+        N, P = n_samples, self.dim
+        if self.kind == "spherical":
+            h = totals["a"] / (2.0 * N * P)
+            sigma = h + math.sqrt(max(totals["trace"], 0.0) / (N * P) + h * h)
+            return Covariance("spherical", max(sigma * sigma, self.reg_covar), P)
+        M = np.asarray(centers, dtype=np.float64)
+        S = totals["scatter"] + (M.T * _TINY) @ M  # the step's nk carries _TINY
+        if self.kind == "diag":
+            return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
+                                                       self.eigenvalue_ratio), P)
+        return Covariance("full", bound_covariance("full", S / N, N, self.reg_covar,
+                                                   self.eigenvalue_ratio), P)
+
+    def initial_partition(self, solver, centers):
+        """The nearest-mean partition of :meth:`initial_parameters`: (labels, d2)."""
+        xp = solver.xp
+        D = solver.geometry.products(centers).sq_distances()
+        labels = xp.argmin(D, axis=1)
+        return labels, pick(D, labels, xp)
+
+    def initial_statistics(self, solver, centers, labels, d2, keep):
+        """Sums over the points ``keep`` (host bool mask) of :meth:`initial_parameters`'
+        Sigma: of d2 (spherical), of the squared residuals (diag) or R^T R (full)."""
+        idx = np.flatnonzero(keep)
+        if self.kind == "spherical":
+            return float(solver.to_host(d2)[idx].sum())
+        idx_x = asarray(idx, solver.xp, like=d2)
+        R = solver.to_host(solver.geometry.residual_rows(
+            centers, take(labels, idx_x, solver.xp), idx_x))
+        return (R * R).sum(0) if self.kind == "diag" else R.T @ R
+
+    def initial_from_statistics(self, counts, total, kept):
+        """(pi, Sigma) of :meth:`initial_parameters` from the partition's counts and the
+        totals of :meth:`initial_statistics` over the ``kept`` points."""
+        counts = np.asarray(counts, dtype=np.float64)
+        weights = (counts + _TINY) / (np.sum(counts) + _TINY * self.n_clusters)
+        count = max(int(kept), 1)
+        factor = consistency_factor(self.dim)
+        if self.kind == "spherical":
+            value = max(factor * float(total) / (count * self.dim), self.reg_covar)
+            if value <= 0:
+                value = 1.0
+        else:
+            value = bound_covariance(self.kind, factor * np.asarray(total) / count,
+                                     float(np.sum(counts)), self.reg_covar,
+                                     self.eigenvalue_ratio)
+            if np.all(np.asarray(value) <= 0):
+                value = np.asarray(value) + 1.0
+        if self.start_weights is not None:
+            weights = np.asarray(self.start_weights, dtype=np.float64)
+        if self.start_covariance is not None:
+            return weights, self.start_covariance
+        return weights, Covariance(self.kind, value, self.dim)
+
 
 def _diag(A, xp):
     return np.diag(A) if xp is np else xp.linalg.diagonal(A)

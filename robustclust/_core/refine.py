@@ -34,52 +34,64 @@ from .backend import asarray, to_numpy
 REFINE_MAX_STEPS = 100
 
 
-def trim_mask(costs, n_trim):
-    """True for the ``n_trim`` points of largest cost."""
+def trim_mask(costs, n_trim, weights=None):
+    """True for the ``n_trim`` points of largest cost.
+
+    With ``weights`` (points that stand for that many, such as the weighted
+    candidates of k-means||), ``n_trim`` is a weight: the points of largest
+    cost per unit of weight, as many as weigh at most ``n_trim`` together.
+    """
     mask = np.zeros(costs.shape[0], dtype=bool)
-    if n_trim > 0:
+    if weights is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            unit = np.where(weights > 0, costs / weights, 0.0)
+        order = np.argsort(-unit, kind="stable")
+        mask[order[:np.searchsorted(np.cumsum(weights[order]), n_trim, side="right")]] = True
+    elif n_trim > 0:
         mask[np.argpartition(-costs, n_trim - 1)[:n_trim]] = True
     return mask
 
 
-def assign_and_trim(space, centres, w, n_trim):
+def assign_and_trim(space, centres, w, n_trim, by_weight=False):
     """The (c, T) half of a step at fixed centres.
 
     Returns (labels, trimmed mask, squared distance of each point to its
     centre, l0 cost of eq. (3): the weighted cost of the kept points).
+    ``by_weight``: ``n_trim`` is a weight to trim (:func:`trim_mask`).
     """
     D = space.centre_distances(centres)
     labels = np.argmin(D, axis=0)
     d2 = D[labels, np.arange(space.n_samples)]
     costs = w * d2
-    trimmed = trim_mask(costs, n_trim)
+    trimmed = trim_mask(costs, n_trim, w if by_weight else None)
     return labels, trimmed, d2, float(costs[~trimmed].sum())
 
 
-def concentration_step(space, centres, w, n_trim):
+def concentration_step(space, centres, w, n_trim, by_weight=False):
     """One concentration step from ``centres``.
 
     Returns (new centres, labels, trimmed mask, cost at ``centres``): the
     labels, mask and cost are those of the (c, T) half at the given centres;
     the new centres are the weighted means of the kept points of each label.
     """
-    labels, trimmed, _, cost = assign_and_trim(space, centres, w, n_trim)
+    labels, trimmed, _, cost = assign_and_trim(space, centres, w, n_trim, by_weight)
     return space.means(labels, np.where(trimmed, 0.0, w), centres), labels, trimmed, cost
 
 
-def concentration_steps(space, centres, sample_weight, n_trim, max_steps):
+def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_weight=False):
     """Concentration steps from ``centres``: (centres, cost, steps, history).
 
     Stops when the labels and the kept set repeat (the centres are then the
     means of their kept points: a fixed point) or after ``max_steps`` steps.
     ``cost`` is the l0 cost at the returned centres; ``history`` the cost
-    at the centres of every step (non-increasing).
+    at the centres of every step (non-increasing).  ``by_weight``: see
+    :func:`assign_and_trim`.
     """
     w = np.asarray(sample_weight, dtype=np.float64)
     previous = None
     history = []
     for step in range(max_steps + 1):
-        new, labels, trimmed, cost = concentration_step(space, centres, w, n_trim)
+        new, labels, trimmed, cost = concentration_step(space, centres, w, n_trim, by_weight)
         history.append(cost)
         if step == max_steps or (previous is not None and np.array_equal(previous[0], labels)
                                  and np.array_equal(previous[1], trimmed)):

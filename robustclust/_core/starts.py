@@ -37,6 +37,13 @@ cannot capture, once, for every estimator (linear and kernel geometries):
 otherwise ``ceil(DEFAULT_TRIM_FRACTION * N)`` (see :func:`trim_count`); it
 is capped at N - n_clusters so that every centre can keep a point.
 
+**k-means||** (:func:`kmeans_parallel`, ``init="k-means||"``, meant for
+data in blocks such as Dask arrays): a few passes of D^2 oversampling give
+weighted candidates (each stands for the points nearest to it), which the
+robust start above reduces to the centres, trimming ``n_trim`` points'
+worth of weight.  Its random draws are functions of the rows' global
+positions and its sums are exact, so it does not depend on the blocks.
+
 The geometry is reached through two operations (:class:`PointSpace` for
 data matrices, dense or CSR; :class:`KernelSpace` for a kernel matrix, the
 centres then being coefficient rows B with m_c = sum_n B_cn phi(x_n)):
@@ -45,9 +52,11 @@ means of labelled, kept points to every point.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
 from .refine import concentration_steps, trim_mask
@@ -158,16 +167,25 @@ class KernelSpace:
         return out
 
 
-def _trimmed(costs, n_trim):
-    """Sum of ``costs`` along the last axis without the ``n_trim`` largest."""
+def _trimmed(costs, n_trim, weights=None):
+    """Sum of ``costs`` along the last axis without the ``n_trim`` largest (with
+    ``weights``: without the largest per unit weight that weigh at most ``n_trim``)."""
+    if weights is not None:
+        return np.array([row[~trim_mask(row, n_trim, weights)].sum()
+                         for row in np.reshape(costs, (-1, costs.shape[-1]))])
     if n_trim <= 0:
         return costs.sum(axis=-1)
     n = costs.shape[-1]
     return np.partition(costs, n - n_trim - 1, axis=-1)[..., : n - n_trim].sum(axis=-1)
 
 
-def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=None):
-    """Indices of ``n_clusters`` seed points (step 1 of the module docstring)."""
+def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=None,
+                    by_weight=False):
+    """Indices of ``n_clusters`` seed points (step 1 of the module docstring).
+
+    ``by_weight``: ``n_trim`` is a weight to trim, not a count
+    (:func:`robustclust._core.refine.trim_mask`).
+    """
     n = space.n_samples
     w = np.asarray(sample_weight, dtype=np.float64)
     if n_candidates is None:
@@ -180,7 +198,7 @@ def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=
             p = uniform.copy()
         else:
             d2 = w * closest
-            d2[trim_mask(d2, n_trim)] = 0.0
+            d2[trim_mask(d2, n_trim, w if by_weight else None)] = 0.0
             total = d2.sum()
             p = (D2_WEIGHT * d2 / total + (1.0 - D2_WEIGHT) * uniform) if total > 0 \
                 else uniform.copy()
@@ -194,13 +212,13 @@ def trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng, n_candidates=
         d = space.point_distances(candidates)
         if closest is not None:
             d = np.minimum(d, closest[None, :])
-        best = int(np.argmin(_trimmed(d * w[None, :], n_trim)))
+        best = int(np.argmin(_trimmed(d * w[None, :], n_trim, w if by_weight else None)))
         chosen.append(int(candidates[best]))
         closest = d[best]
     return np.array(chosen)
 
 
-def concentrate(space, centres, sample_weight, n_trim, max_steps):
+def concentrate(space, centres, sample_weight, n_trim, max_steps, by_weight=False):
     """Concentration steps from ``centres``: (centres, trimmed potential, steps).
 
     Each step assigns every point to its nearest centre, keeps the N - n_trim
@@ -210,25 +228,28 @@ def concentrate(space, centres, sample_weight, n_trim, max_steps):
     the step).
     """
     centres, potential, steps, _ = concentration_steps(space, centres, sample_weight, n_trim,
-                                                       max_steps)
+                                                       max_steps, by_weight)
     return centres, potential, steps
 
 
-def robust_start(space, n_clusters, sample_weight, n_trim, rng, n_seedings=N_SEEDINGS):
+def robust_start(space, n_clusters, sample_weight, n_trim, rng, n_seedings=N_SEEDINGS,
+                 by_weight=False):
     """The robust start's centres (points: (C, p); kernels: coefficients (C, N)).
 
     ``n_seedings`` trimmed seedings, each concentrated ``SCREEN_STEPS``
     steps; the best by the trimmed potential is concentrated until it
-    settles.  See the module docstring.
+    settles.  See the module docstring.  ``by_weight``: ``n_trim`` is a
+    weight to trim (points that stand for many, :func:`kmeans_parallel`).
     """
     best = None
     for _ in range(n_seedings):
-        index = trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng)
+        index = trimmed_seeding(space, n_clusters, sample_weight, n_trim, rng,
+                                by_weight=by_weight)
         centres, potential, _ = concentrate(space, space.points(index), sample_weight, n_trim,
-                                            SCREEN_STEPS)
+                                            SCREEN_STEPS, by_weight)
         if best is None or potential < best[1]:
             best = (centres, potential)
-    centres, _, _ = concentrate(space, best[0], sample_weight, n_trim, MAX_STEPS)
+    centres, _, _ = concentrate(space, best[0], sample_weight, n_trim, MAX_STEPS, by_weight)
     return centres[_first_appearance_order(space.centre_distances(centres))]
 
 
@@ -243,3 +264,228 @@ def _first_appearance_order(D):
     first = np.full(D.shape[0], D.shape[1])
     np.minimum.at(first, labels, np.arange(D.shape[1]))
     return np.argsort(first, kind="stable")
+
+
+# -- k-means|| for data in blocks ---------------------------------------------------------------
+#: Oversampling rounds of k-means|| (Bahmani et al. found 5 enough; the paper's r).
+KMEANS_PARALLEL_ROUNDS = 5
+#: Points sampled per round, in expectation, per cluster (the paper's l = 2k).
+KMEANS_PARALLEL_OVERSAMPLING = 2
+#: Entries of the dense row chunks of a CSR X in the exact distances.
+_CHUNK_ENTRIES = 2**21
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(z):
+    """The SplitMix64 finalizer (Steele, Lea and Flood, 2014) on uint64 arrays."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def row_uniforms(key, stream, rows):
+    """Uniform draws in (0, 1) for the global row numbers ``rows``.
+
+    Counter-based: the draw of row n in stream s is a hash of (key, s, n)
+    alone (SplitMix64 at position n + 1 of the sequence seeded by key and s),
+    so it does not depend on how the rows are split in blocks, nor on the
+    order in which the blocks are visited.
+    """
+    with np.errstate(over="ignore"):
+        seed = _mix64(np.array([key], dtype=np.uint64) + np.uint64(stream) * _GOLDEN)
+        z = _mix64(seed + (np.asarray(rows, dtype=np.uint64) + np.uint64(1)) * _GOLDEN)
+    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+
+
+def exact_sum(values):
+    """The exact sum of float64 values as (integer numerator, power of two).
+
+    Sums of such pairs are exact too (:func:`add_exact`), so a total over
+    blocks does not depend on the blocks: each value is m 2^(e-53) with an
+    integer mantissa m < 2^53, split in two halves summed per exponent in
+    int64 (exact up to 2^36 values).
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    values = values[values != 0]
+    if values.shape[0] == 0:
+        return (0, 0)
+    frac, exp = np.frexp(values)
+    mant = (frac * 2.0**53).astype(np.int64)  # exact, sign included
+    exps, where = np.unique(exp, return_inverse=True)
+    high, low = np.zeros(exps.shape[0], np.int64), np.zeros(exps.shape[0], np.int64)
+    np.add.at(high, where, mant >> 26)
+    np.add.at(low, where, mant & (2**26 - 1))
+    base = int(exps[0])
+    total = sum(((int(h) << 26) + int(lo)) << (int(e) - base)
+                for h, lo, e in zip(high, low, exps))
+    return (total, base - 53)
+
+
+def add_exact(parts):
+    """The sum of :func:`exact_sum` pairs, rounded once to float64."""
+    parts = [p for p in parts if p[0] != 0]
+    if not parts:
+        return 0.0
+    base = min(e for _, e in parts)
+    total = sum(m << (e - base) for m, e in parts)
+    return float(total * Fraction(2) ** base)
+
+
+@njit(nogil=True, cache=True)
+def _nearest_rows(X, centres_t, d2, nearest):
+    """min_c sum_j (x_nj - c_j)^2 (float64, j in order) and its first argmin.
+
+    ``centres_t`` is (p, m): the loop over the centres is the inner one (it
+    vectorizes), each centre's sum still runs over j in order.
+    """
+    n, p = X.shape
+    m = centres_t.shape[1]
+    acc = np.empty(m)
+    for i in range(n):
+        acc[:] = 0.0
+        for j in range(p):
+            x = np.float64(X[i, j])
+            for c in range(m):
+                diff = x - centres_t[j, c]
+                acc[c] += diff * diff
+        best, arg = np.inf, 0
+        for c in range(m):
+            if acc[c] < best:
+                best, arg = acc[c], c
+        d2[i] = best
+        nearest[i] = arg
+
+
+def exact_sq_distances(X, centres):
+    """min_c ||x_n - c||^2 and its argmin for the rows of X (dense or CSR), row by row.
+
+    Formed from the differences, summed over the features in order (compiled,
+    no product whose blocking could change its rounding): a row's value is
+    the same whatever block it is in, and it is never negative.
+    """
+    n = X.shape[0]
+    centres = np.ascontiguousarray(np.asarray(centres, dtype=np.float64).T)
+    d2 = np.empty(n)
+    nearest = np.empty(n, dtype=np.intp)
+    if not sp.issparse(X):
+        _nearest_rows(np.ascontiguousarray(X), centres, d2, nearest)
+        return d2, nearest
+    step = max(1, _CHUNK_ENTRIES // max(1, X.shape[1]))
+    for start in range(0, n, step):
+        _nearest_rows(X[start:start + step].toarray(), centres, d2[start:start + step],
+                      nearest[start:start + step])
+    return d2, nearest
+
+
+def kmeans_parallel_block(X, w, start, spec):
+    """What one pass of :func:`kmeans_parallel` asks of a block of rows start:start+n.
+
+    ``spec["first"]`` = key: the block's row of smallest exponential clock
+    -log(u_n) / w_n (the first centre is drawn with probability w_n / sum w);
+    ``spec["round"]`` = (key, round, oversampling, centres): the exact
+    weighted potential w_n min_c ||x_n - c||^2 of the block and the rows that
+    the round could sample whatever the other blocks' potentials (those with
+    u_n < 2 l w_n d_n^2 / the block's own potential); ``spec["weights"]`` =
+    centres: the weight of the block's points nearest to each centre (exact sums).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    n = X.shape[0]
+    rows = np.arange(start, start + n, dtype=np.int64)
+    if spec.get("first") is not None:
+        u = row_uniforms(spec["first"], 0, rows)
+        with np.errstate(divide="ignore"):
+            clock = np.where(w > 0, -np.log(u) / w, math.inf)
+        i = int(np.argmin(clock))
+        row = X[i:i + 1]
+        row = row.toarray() if sp.issparse(row) else row
+        return {"clock": float(clock[i]), "index": int(rows[i]),
+                "row": np.asarray(row, dtype=np.float64).ravel()}
+    if spec.get("weights") is not None:
+        centres = spec["weights"]
+        _, nearest = exact_sq_distances(X, centres)
+        order = np.argsort(nearest, kind="stable")
+        cells = np.split(w[order], np.searchsorted(nearest[order], np.arange(1, len(centres))))
+        return {"weights": [exact_sum(cell) for cell in cells]}
+    key, round_, oversampling, centres = spec["round"]
+    d2, _ = exact_sq_distances(X, centres)
+    cost = w * d2
+    partial = exact_sum(cost)
+    local = add_exact([partial])
+    u = row_uniforms(key, round_, rows)
+    pick = np.flatnonzero(u * local < 2.0 * oversampling * cost) if local > 0 else \
+        np.empty(0, dtype=np.intp)
+    picked = X[pick]
+    picked = picked.toarray() if sp.issparse(picked) else picked
+    return {"potential": partial, "index": rows[pick], "u": u[pick], "cost": cost[pick],
+            "rows": np.asarray(picked, dtype=np.float64)}
+
+
+def kmeans_parallel_candidates(run, n_clusters, key, rounds=KMEANS_PARALLEL_ROUNDS,
+                               oversampling=None):
+    """The weighted candidates of k-means|| (Bahmani et al., VLDB 2012).
+
+    ``run(spec)`` runs :func:`kmeans_parallel_block` on every block of the
+    data and returns the results in row order (one pass).  The first
+    candidate is a point drawn by weight; each of ``rounds`` rounds (one
+    pass) adds every point n independently with probability
+    min(1, l w_n d_n^2 / phi), d_n its distance to the candidates so far and
+    phi = sum_n w_n d_n^2 (l = ``oversampling``, 2 per cluster by default);
+    a last pass weighs each candidate by the weight of the points nearest to
+    it (its Voronoi cell), so the weights sum to the total weight.  The draws
+    are :func:`row_uniforms` of the global row numbers, the distances are
+    formed row by row (:func:`exact_sq_distances`) and phi and the weights
+    are summed exactly (:func:`exact_sum`), so the candidates and weights
+    depend on ``key`` and the data only, not on the blocks.  Returns
+    (candidates (m, p) float64, weights (m,), potential phi after each
+    round); candidates of zero weight are dropped.
+    """
+    l = float(oversampling if oversampling is not None
+              else KMEANS_PARALLEL_OVERSAMPLING * n_clusters)
+    first = min(run({"first": key}), key=lambda r: (r["clock"], r["index"]))
+    centres = first["row"][None, :]
+    potentials = []
+    for round_ in range(1, rounds + 1):
+        results = run({"round": (key, round_, l, centres)})
+        phi = add_exact([r["potential"] for r in results])
+        potentials.append(phi)
+        if phi <= 0:  # every point on a candidate
+            break
+        index = np.concatenate([r["index"] for r in results])
+        keep = np.concatenate([r["u"] for r in results]) * phi < \
+            l * np.concatenate([r["cost"] for r in results])
+        if np.any(keep):
+            rows = np.concatenate([r["rows"] for r in results])[keep]
+            centres = np.vstack([centres, rows[np.argsort(index[keep], kind="stable")]])
+    cells = [r["weights"] for r in run({"weights": centres})]
+    weights = np.array([add_exact([block[c] for block in cells]) for c in range(len(centres))])
+    positive = weights > 0
+    return centres[positive], weights[positive], potentials
+
+
+def kmeans_parallel(run, n_clusters, n_trim, rng, **kwargs):
+    """k-means|| centres: :func:`kmeans_parallel_candidates`, then :func:`robust_start`
+    on the weighted candidates.
+
+    ``n_trim`` is the start's trim count in points.  A candidate stands for
+    the points of its cell, so the robust start trims by weight
+    (``by_weight``): the candidates farthest from the centres, as many as
+    weigh at most ``n_trim`` together.  Far points are light candidates
+    (their cells hold few points), so they are trimmed; trimming a count of
+    candidates by their weighted cost would trim the heavy ones instead.
+    Fewer distinct candidates than clusters (data with fewer distinct
+    points) are repeated.
+    """
+    key = int(rng.randint(np.iinfo(np.int64).max, dtype=np.int64))
+    candidates, weights, _ = kmeans_parallel_candidates(run, n_clusters, key, **kwargs)
+    if candidates.shape[0] <= n_clusters:
+        return np.resize(candidates, (n_clusters, candidates.shape[1]))
+    return robust_start(PointSpace(candidates), n_clusters, weights, n_trim, rng,
+                        by_weight=True)
+
+
+def kmeans_parallel_in_memory(X, sample_weight, n_clusters, n_trim, rng, **kwargs):
+    """:func:`kmeans_parallel` on an in-memory X (dense or CSR) as one block."""
+    return kmeans_parallel(lambda spec: [kmeans_parallel_block(X, sample_weight, 0, spec)],
+                           n_clusters, n_trim, rng, **kwargs)

@@ -1,25 +1,32 @@
 """The estimators on Dask input: validation, units, the sampled start, lazy results.
 
-``RobustKMeans.fit`` hands a ``dask.array.Array`` (or a Dask DataFrame, whose
-numeric columns are used) to :func:`fit_dask`, which
+``RobustKMeans.fit`` and ``RobustGaussianMixture.fit`` hand a
+``dask.array.Array`` (or a Dask DataFrame, whose numeric columns are used)
+to :func:`fit_dask`, which
 
 1. validates it lazily (float64/float32, finite, one pass of reductions:
    mean, extremes, the finiteness check) and brings it to the estimator's
    internal units (centred on the mean, divided by a power of two when its
    magnitude is extreme, :func:`~robustclust._estimators.base.power_of_two_scale`),
    then persists it once;
-2. finds the initial centres: an explicit ``init`` array as given; otherwise
+2. finds the initial centres (means): an explicit ``init`` array as given;
+   ``init="k-means||"``: k-means|| on all the data
+   (:func:`~robustclust._core.starts.kmeans_parallel`, 7 passes); otherwise
    the in-memory estimator (same parameters, its own restarts and robust
    start) is fitted on a uniform sample of :func:`sample_size` rows and its
-   centres start the fit on all the data;
+   centres (means) start the fit on all the data; the mixture's initial
+   weights and covariance come from those means and all the data, as in
+   memory;
 3. runs lambda selection of :mod:`robustclust._core.selection` (lambda given,
-   by count, or the default) on a :class:`~robustclust._core.dask_backend.DaskSolver`;
-4. stores the results: centres, lambda, counts, objective as numpy;
-   ``labels_``, ``memberships_``, ``outlier_mask_`` and ``outlier_norms_``
-   as lazy dask arrays built from the final parameters; ``outlier_indices_``
-   (global int64 row numbers) and ``outlier_rows_`` (the k x p outlier
-   vectors o_n) concrete.  ``outlier_vectors_`` (an N x p sparse matrix) is
-   None: it is never built.
+   by count, or the default) on a :class:`~robustclust._core.dask_backend.DaskSolver`
+   (:class:`~robustclust._core.dask_backend.DaskMixtureSolver` for the mixture);
+4. stores the results: centres (means, weights, covariance), lambda, counts,
+   objective as numpy; ``labels_``, ``memberships_``, ``outlier_mask_`` and
+   ``outlier_norms_`` (and the mixture's ``outlier_scores_``) as lazy dask
+   arrays built from the final parameters; ``outlier_indices_`` (global
+   int64 row numbers) and ``outlier_rows_`` (the k x p outlier vectors o_n)
+   concrete.  ``outlier_vectors_`` (an N x p sparse matrix) is None: it is
+   never built.
 
 Nothing here imports dask at module level: :func:`is_dask` looks at the
 type's module only, so ``import robustclust`` and numpy fits never load it.
@@ -151,11 +158,13 @@ def internal_units(X, w):
 # -- fit ------------------------------------------------------------------------------------
 def _check_supported(estimator):
     from .kmeans import RobustKMeans
+    from .mixture import RobustGaussianMixture
 
-    if not isinstance(estimator, RobustKMeans):
+    if not isinstance(estimator, (RobustKMeans, RobustGaussianMixture)):
         raise TypeError(f"{type(estimator).__name__} does not fit Dask arrays yet; "
-                        "RobustKMeans does (or compute the data to numpy first).")
-    if estimator.penalty != "group":
+                        "RobustKMeans and RobustGaussianMixture do (or compute the data to "
+                        "numpy first).")
+    if getattr(estimator, "penalty", "group") != "group":
         raise ValueError("penalty='elementwise' is not supported on Dask arrays; use "
                          "penalty='group' or compute the data to numpy first.")
 
@@ -163,7 +172,7 @@ def _check_supported(estimator):
 def _sample_start(estimator, X, w, target, rng):
     """Initial centres (user units): the in-memory estimator fitted on a uniform sample."""
     n = X.shape[0]
-    m = sample_size(n, estimator.n_clusters)
+    m = sample_size(n, estimator._n_clusters)
     if m >= n:
         index = np.arange(n)
     elif m > n // 2:
@@ -183,8 +192,33 @@ def _sample_start(estimator, X, w, target, rng):
     sub.set_params(**params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if _is_mixture(estimator):  # no sample weights; its means start the fit
+            return sub.fit(np.asarray(rows)).means_
         sub.fit(np.asarray(rows), sample_weight=np.asarray(weights))
     return sub.cluster_centers_
+
+
+def _initial_centres(estimator, X, Xi, w, target, rng, offset, scale):
+    """Initial centres (means) in internal units, float64: the ``init`` array; k-means||
+    on all the data (``init="k-means||"``); otherwise the sampled start."""
+    from .._core.dask_backend import run_blocks
+    from .._core.starts import kmeans_parallel, kmeans_parallel_block, trim_count
+
+    if isinstance(estimator.init, str) and estimator.init == "k-means||":
+        C = estimator._n_clusters
+        return kmeans_parallel(lambda spec: run_blocks(Xi, w, kmeans_parallel_block, spec), C,
+                               trim_count(estimator.n_outliers, X.shape[0], C), rng)
+    if isinstance(estimator.init, str):
+        init = _sample_start(estimator, X, w, target, rng)
+    else:
+        init = np.asarray(estimator.init, dtype=np.float64)
+    return (init - np.asarray(offset, dtype=np.float64)) / scale
+
+
+def _is_mixture(estimator):
+    from .mixture import RobustGaussianMixture
+
+    return isinstance(estimator, RobustGaussianMixture)
 
 
 def _default_eps(Xi, w):
@@ -199,12 +233,15 @@ def _default_eps(Xi, w):
 
 
 def fit_dask(estimator, X, sample_weight=None):
-    """Fit ``estimator`` (RobustKMeans) on a Dask array or DataFrame; returns it."""
+    """Fit ``estimator`` (RobustKMeans, RobustGaussianMixture) on a Dask array or
+    DataFrame; returns it."""
     from .._core.dask_backend import DaskSolver
     from .._core.penalties import make_penalty
     from .._core.selection import fit_lambda
 
     _check_supported(estimator)
+    if _is_mixture(estimator):  # its fit takes no sample_weight
+        return _fit_mixture(estimator, X)
     X, names = as_dask_array(X)
     w = _weights(sample_weight, X)
     n, p = X.shape
@@ -226,11 +263,7 @@ def fit_dask(estimator, X, sample_weight=None):
     penalty = make_penalty(estimator.penalty)
     log_penalty = make_penalty(estimator.penalty, True, eps)
     rng = check_random_state(estimator.random_state)
-    if isinstance(estimator.init, str):
-        init = _sample_start(estimator, X, w, target, rng)
-    else:
-        init = np.asarray(estimator.init, dtype=np.float64)
-    inits = [((init - np.asarray(offset, dtype=np.float64)) / scale).astype(X.dtype)]
+    inits = [_initial_centres(estimator, X, Xi, w, target, rng, offset, scale).astype(X.dtype)]
     solver = DaskSolver(Xi, w, model, penalty, log_penalty, count_target=target,
                         max_iter=estimator.max_iter, tol=estimator.tol,
                         verbose=estimator.verbose)
@@ -244,8 +277,6 @@ def fit_dask(estimator, X, sample_weight=None):
 
 def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
     """Fitted attributes: small ones numpy, per-point ones lazy dask arrays."""
-    import dask.array as da
-
     from .._core.geometry import LinearGeometry
     from .._core.state import Outliers
 
@@ -280,14 +311,140 @@ def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
     # lazy per-point attributes, from the final parameters
     estimator.labels_ = solver.block_map(state, "labels", np.intp)
     estimator.memberships_ = solver.block_map(state, "memberships", dtype)
+    _lazy_outlier_arrays(estimator, solver, index, {
+        "outlier_mask_": None, "outlier_norms_": (flagged.sizes * scale).astype(dtype)})
+
+
+def _fit_mixture(estimator, X):
+    """RobustGaussianMixture on Dask data: as :func:`fit_dask`, with the mixture's
+    units (lambda and eps are Mahalanobis, the objective shifts by N p log scale)."""
+    import dask.array as da
+
+    from .._core.dask_backend import DaskMixtureSolver
+    from .._core.models import MixtureModel
+    from .._core.penalties import make_penalty
+    from .._core.selection import fit_lambda
+
+    from .mixture import COVARIANCE_TYPES, start_covariance
+
+    kind, per_component = COVARIANCE_TYPES[estimator.covariance_type]
+    if per_component:
+        raise ValueError(
+            f"covariance_type={estimator.covariance_type!r} (one covariance per component) "
+            "is not supported on Dask arrays yet; the common ones are: 'tied_spherical' "
+            "(the paper's), 'tied_diag' and 'tied' (or compute the data to numpy first).")
+    X, names = as_dask_array(X)
+    w = _weights(None, X)
+    n, p = X.shape
+    C = estimator.n_components
+    target = _base.check_outlier_params(estimator, n, C)
+    estimator._check_init(X)
+    if estimator.lam is not None and estimator.lam == 0:
+        raise ValueError(MixtureModel.zero_lambda_message)
+    Xi, w, offset, scale = internal_units(X, w)
+    estimator._offset, estimator._scale = offset, scale
+    estimator.n_features_in_ = p
+    if names is not None:
+        estimator.feature_names_in_ = names
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    # mean_variance of the internal data (1 when it is constant)
+    variance = float(da.mean(Xi.astype(np.float64).var(axis=0)).compute())
+    estimator._covar_floor = estimator.reg_covar * (variance if variance > 0 else 1.0)
+    model = MixtureModel(C, kind, estimator._covar_floor, p, estimator.eigenvalue_ratio)
+    model.start_weights = estimator._start_weights
+    if estimator._start_precisions is not None:
+        model.start_covariance = start_covariance(estimator._start_precisions,
+                                                  estimator.covariance_type, scale, p)
+    estimator._eps = 1e-3 if estimator.eps is None else float(estimator.eps)
+    penalty, log_penalty = make_penalty("group"), make_penalty("group", True, estimator._eps)
+    rng = check_random_state(estimator.random_state)
+    if estimator._start_means is not None:  # an init array or means_init
+        means = (np.asarray(estimator._start_means, dtype=np.float64)
+                 - np.asarray(offset, dtype=np.float64)) / scale
+    else:
+        means = _initial_centres(estimator, X, Xi, w, target, rng, offset, scale)
+    inits = [(means, None)]
+    solver = DaskMixtureSolver(Xi, w, model, penalty, log_penalty, count_target=target,
+                               max_iter=estimator.max_iter, tol=estimator.tol,
+                               verbose=estimator.verbose)
+    lam, lam_unweighted, state = fit_lambda(
+        solver, inits, lam=None if estimator.lam is None else float(estimator.lam),
+        target=target, weighted=estimator.weighted,
+        compare_trimmed=isinstance(estimator.init, str) and estimator.init == "robust")
+    _store_mixture(estimator, solver, state, lam, lam_unweighted, offset, scale)
+    estimator._dask_solver_passes = solver.passes
+    return estimator
+
+
+def _store_mixture(estimator, solver, state, lam, lam_unweighted, offset, scale):
+    """The mixture's fitted attributes: parameters numpy, per-point ones lazy."""
+    from .._core.geometry import LinearGeometry
+    from .._core.state import Outliers
+
+    dtype = np.dtype(solver.X.dtype)
+    n, p = solver.n_samples, solver.dim
+    flagged = state.flagged
+    index = flagged.index.astype(np.int64)
+    cov = state.covariance
+    estimator.weights_ = np.asarray(state.weights, dtype=np.float64)
+    estimator.means_ = (np.asarray(state.centers, dtype=np.float64) * scale
+                        + offset).astype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        estimator.covariances_ = np.float64(cov.value) * scale * scale \
+            if np.ndim(cov.value) == 0 else cov.value * scale * scale
+    estimator.precisions_cholesky_ = cov.P / scale
+    estimator.lambda_ = float(lam)
+    estimator.unweighted_lambda_ = float(lam_unweighted)
+    estimator.eps_ = estimator._eps
+    estimator.n_outliers_ = int(index.shape[0])
+    estimator.outlier_indices_ = index
+    shift = n * p * math.log(scale)
+    estimator.objective_ = _user_objective(state.objective, 1.0) + shift
+    estimator.objective_history_ = np.array([_user_objective(v, 1.0) + shift
+                                             for v in state.history], dtype=np.float64)
+    estimator.n_iter_ = int(state.n_iter)
+    estimator.converged_ = bool(state.converged)
+    # the k outlier vectors o_n = s_n (x_n - sum_c gamma_nc m_c) and their norms, concrete
+    if index.shape[0]:
+        rows = np.asarray(solver.X[index].compute(), dtype=np.float64)
+        local = Outliers(np.arange(index.shape[0]), shrink=flagged.shrink,
+                         weights=flagged.weights, sizes=flagged.sizes,
+                         euclidean=flagged.euclidean)
+        geometry = LinearGeometry(rows)
+        o = geometry.outlier_rows(local, state.centers) * scale
+        norms = np.asarray(geometry.outlier_norms(local, state.centers)) * scale
+    else:
+        o, norms = np.zeros((0, p)), np.zeros(0)
+    estimator.outlier_rows_ = o.astype(dtype)
+    estimator.outlier_vectors_ = None
+    estimator.labels_ = solver.block_map(state, "labels", np.intp)
+    estimator.memberships_ = solver.block_map(state, "memberships", np.float64)
+    _lazy_outlier_arrays(estimator, solver, index, {
+        "outlier_mask_": None, "outlier_norms_": norms.astype(dtype),
+        "outlier_scores_": np.asarray(flagged.sizes, dtype=np.float64)})
+    if estimator.n_outliers_ == n:
+        warnings.warn(
+            f"Every point is flagged (lambda_={estimator.lambda_:.3g}): with the log "
+            "penalty and lam below the dimension the cost of eq. (8) decreases "
+            "without bound as Sigma shrinks, until the reg_covar floor; increase lam.",
+            UserWarning, stacklevel=4)
+
+
+def _lazy_outlier_arrays(estimator, solver, index, values):
+    """Per-point arrays, lazily: True (``None``) or the given value at the flagged rows."""
+    import dask.array as da
+
     chunks = (solver.X.chunks[0],)
     starts = da.from_array(np.concatenate([[0], np.cumsum(chunks[0])[:-1]]).astype(np.int64),
                            chunks=1)
-    norms = (flagged.sizes * scale).astype(dtype)
-    estimator.outlier_mask_ = da.map_blocks(_mask_block, starts, index, chunks=chunks,
-                                            dtype=bool)
-    estimator.outlier_norms_ = da.map_blocks(_norms_block, starts, index, norms, chunks=chunks,
-                                             dtype=dtype)
+    for name, value in values.items():
+        if value is None:
+            arr = da.map_blocks(_mask_block, starts, index, chunks=chunks, dtype=bool)
+        else:
+            arr = da.map_blocks(_norms_block, starts, index, value, chunks=chunks,
+                                dtype=value.dtype)
+        setattr(estimator, name, arr)
 
 
 def _user_objective(value, unit):
@@ -329,17 +486,18 @@ def _score_block(X, w, twin):
 
 
 def predict_dask(estimator, X, method="predict"):
-    """``method`` (predict, outlier_norms, transform) of new points, as a lazy dask array.
+    """``method`` of new points as a lazy dask array: predict, outlier_norms and
+    transform (K-means), predict, predict_proba and score_samples (the mixture).
 
     Each block is handled by the in-memory estimator's own method with the
     fitted parameters (points are independent given them).
     """
     X, _ = as_dask_array(X, estimator, reset=False)
     twin = _numpy_twin(estimator)
-    if method == "transform":
+    if method in ("transform", "predict_proba"):
         return X.map_blocks(_apply, twin, method, dtype=np.float64,
-                            chunks=(X.chunks[0], (estimator.n_clusters,)))
-    dtype = np.intp if method == "predict" else X.dtype
+                            chunks=(X.chunks[0], (estimator._n_clusters,)))
+    dtype = {"predict": np.intp, "score_samples": np.float64}.get(method, X.dtype)
     return X.map_blocks(_apply, twin, method, dtype=dtype, drop_axis=1)
 
 

@@ -23,7 +23,7 @@ from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
-from .._core.starts import PointSpace, robust_start, trim_count
+from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
 from .base import RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask, score_dask
 
@@ -72,7 +72,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``"elementwise"``: rho(o) = ||o||_1 (Remark 2), single entries are
         outliers; the O-step soft-thresholds each entry of the residual at
         lam / 2.  A point is flagged when any of its entries is.
-    init : {"robust", "k-means++", "random"} or array of shape \
+    init : {"robust", "k-means++", "k-means||", "random"} or array of shape \
             (n_clusters, n_features), default="robust"
         ``"robust"``: a start that far, isolated points cannot capture
         (:mod:`robustclust._core.starts`): k-means++-type seeding on all but
@@ -86,6 +86,15 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         cluster of its own while two real clusters merge.
         ``"k-means++"``: scikit-learn's :func:`~sklearn.cluster.kmeans_plusplus`
         (the default before the robust start; the paper's kind of start).
+        ``"k-means||"``: k-means|| (Bahmani et al., 2012), meant for Dask
+        input, where it reads all the data in 7 passes instead of fitting a
+        sample: 5 rounds of D^2 oversampling (2 n_clusters points per round
+        in expectation), each candidate weighted by the weight of the points
+        nearest to it, reduced to n_clusters centres by the robust start on
+        the weighted candidates, trimming t points' worth of weight (so far
+        points, light candidates, are trimmed).  Its draws depend on the
+        rows' positions, not on the blocks: the same ``random_state`` gives
+        the same centres for any chunking, and in memory (one block).
         ``"random"``: n_clusters distinct data points drawn at random (a
         random U in the simplex, as the paper suggests, makes soft K-means
         collapse all centres onto the grand mean).  An array: the initial
@@ -274,7 +283,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "penalty": [StrOptions({"group", "elementwise"})],
-        "init": [StrOptions({"robust", "k-means++", "random"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "k-means||", "random"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "refine": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -532,7 +541,11 @@ def default_eps(X, sample_weight):
 
 def initial_centers(X, sample_weight, n_clusters, init, rng, n_trim=0):
     """Initial centres (NumPy or CSR X): the robust start (trimming ``n_trim``
-    points), k-means++ seeding, or distinct points drawn by weight."""
+    points), k-means++ seeding, k-means|| (X as one block), or distinct points
+    drawn by weight."""
+    if init == "k-means||":
+        centers = kmeans_parallel_in_memory(X, sample_weight, n_clusters, n_trim, rng)
+        return centers.astype(X.dtype, copy=False)
     if init == "robust":
         centers = robust_start(PointSpace(X), n_clusters, sample_weight, n_trim, rng)
         return centers.astype(X.dtype, copy=False)

@@ -19,7 +19,9 @@ from .._core.models import MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
+from .._core.starts import kmeans_parallel_in_memory, trim_count
 from .base import RobustEstimator, internal_units, state_from
+from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
 
@@ -97,7 +99,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         started from the converged RPC solution.
     eps : float, default=None
         eps of the log penalty, in Mahalanobis units; None means 1e-3.
-    init : {"robust", "robust-kmeans", "k-means++", "random"} or array of \
+    init : {"robust", "robust-kmeans", "k-means++", "k-means||", "random"} or array of \
             shape (n_components, n_features), default="robust"
         Initial means; the initial weights and covariance are those of the
         nearest-mean partition (the covariance from its closest half, see
@@ -110,6 +112,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         start): on the paper's 80-outlier set, RPC from 10 single k-means++
         starts ended with a component on the outliers in 8 (centre RMSE 1.75
         on average), from RobustKMeans starts in none (RMSE 0.62).
+        ``"k-means||"``: the means of :class:`RobustKMeans`' k-means|| start
+        (meant for Dask input: all the data in 7 passes, no sample fit).
     n_init : int, default=10
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
@@ -226,6 +230,11 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
     make the likelihood unbounded (a component on one point): ``reg_covar``
     and ``eigenvalue_ratio`` bound it.
 
+    A Dask array or DataFrame is fitted block by block on the data where it
+    lies (see the README, "Data larger than memory"): the per-point
+    attributes are then lazy dask arrays, and so are ``predict``,
+    ``predict_proba`` and ``score_samples`` of Dask input.
+
     ``score_samples`` is the log-density of the fitted mixture, o = 0: an
     outlier gets the low density the mixture gives it.  ``bic``/``aic`` count
     the mixture's parameters (means, weights, the covariances, counted as
@@ -253,7 +262,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         "covariance_type": [StrOptions(set(COVARIANCE_TYPES))],
         "weighted": ["boolean"],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"robust", "k-means++", "random", "robust-kmeans"}), "array-like"],
+        "init": [StrOptions({"robust", "k-means++", "k-means||", "random", "robust-kmeans"}),
+                 "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -387,6 +397,9 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         C = self.n_components
         if self.init == "k-means++":
             return kmeans_plusplus(X, C, random_state=rng)[0], None
+        if self.init == "k-means||":
+            n_trim = trim_count(self.n_outliers, X.shape[0], C)
+            return kmeans_parallel_in_memory(X, np.ones(X.shape[0]), C, n_trim, rng), None
         if self.init == "random":
             idx = rng.choice(X.shape[0], C, replace=False)
             return (X[idx].toarray() if sp.issparse(X) else X[idx]), None
@@ -493,7 +506,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_components)
+            (a lazy dask array for Dask input)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "predict_proba")
         return self._output(to_numpy(self._assign(X)[1].memberships), X)
 
     def score_samples(self, X):
@@ -506,7 +522,10 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         Returns
         -------
         log_prob : ndarray of shape (n_samples,)
+            (a lazy dask array for Dask input)
         """
+        if is_dask(X):
+            return predict_dask(self, X, "score_samples")
         _, state = self._clean(X)
         log_prob = (np.asarray(to_numpy(-state.point_costs))
                     - self.n_features_in_ * math.log(self._scale))
@@ -524,6 +543,8 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         log_likelihood : float
         """
+        if is_dask(X):
+            return float(self.score_samples(X).mean().compute())
         return float(np.mean(self.score_samples(X)))
 
     def _n_parameters(self):
@@ -543,7 +564,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         bic : float
         """
-        n = np.asarray(X).shape[0] if not sp.issparse(X) else X.shape[0]
+        n = _n_rows(X)
         return -2 * self.score(X) * n + self._n_parameters() * np.log(n)
 
     def aic(self, X):
@@ -557,7 +578,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
         -------
         aic : float
         """
-        n = np.asarray(X).shape[0] if not sp.issparse(X) else X.shape[0]
+        n = _n_rows(X)
         return -2 * self.score(X) * n + 2 * self._n_parameters()
 
     def __sklearn_tags__(self):
@@ -631,6 +652,11 @@ def start_covariance(precisions, covariance_type, scale, dim):
     if per_component:
         return ComponentCovariances(kind, values, dim)
     return Covariance(kind, values, dim)
+
+
+def _n_rows(X):
+    """Rows of X without converting it (sparse and Dask input keep their type)."""
+    return X.shape[0] if sp.issparse(X) or is_dask(X) else np.asarray(X).shape[0]
 
 
 def check_mixture_weights(estimator):

@@ -49,11 +49,9 @@ from ._run import progress_bar, run_estimator
 CONNECT_TIMEOUT_S = 10
 #: Largest --workers.
 MAX_WORKERS = 512
-#: --method values that fit Dask input.  "gmm" joins once RobustGaussianMixture
-#: fits Dask arrays (robustclust/_estimators/dask_fit.py); the rest of the
-#: command handles any estimator with lazy labels_, outlier_mask_ and
-#: outlier_norms_ (or outlier_scores_).
-DASK_METHODS = ("kmeans", "soft")
+#: --method values that fit Dask input (every estimator with lazy labels_,
+#: outlier_mask_ and outlier_norms_ or outlier_scores_ on Dask input).
+DASK_METHODS = ("kmeans", "soft", "gmm")
 #: Name of the part files of the output: part.00000.parquet, ...
 PART_NAME = "part.{:0{width}d}.parquet"
 
@@ -270,12 +268,18 @@ def top_outliers(fit, limit):
     return [{"row": int(r), "score": float(scores[i])} for r, i in zip(rows, order)]
 
 
+def n_clusters_of(model):
+    """Clusters (mixture components) of a fitted estimator, from its centres."""
+    centres = model.means_ if hasattr(model, "means_") else model.cluster_centers_
+    return int(centres.shape[0])
+
+
 def cluster_sizes(fit):
     """Rows per cluster (outliers not counted), from the lazy labels."""
     import dask
     import dask.array as da
 
-    k = fit.model.n_clusters
+    k = n_clusters_of(fit.model)
     counts, = dask.compute(da.bincount(fit.model.labels_ + 1, minlength=k + 1))
     return np.asarray(counts)[1:].tolist()
 
@@ -347,7 +351,7 @@ def dataset_writer(fit, batch):
     import dask
 
     source, model, rows = fit.source, fit.model, fit.rows
-    k = model.n_clusters
+    k = n_clusters_of(model)
     sizes = np.zeros(k + 1, dtype=np.int64)
 
     def write(directory):
