@@ -137,12 +137,12 @@ def test_parquet_glob_fit_equals_the_in_memory_fit_of_the_rows_concatenated(tmp_
 def test_the_mixture_on_a_parquet_glob_is_the_api_dask_fit(tmp_path):
     write_parquet(tmp_path / "data")
     fit = run(["fit", "data/*.parquet", "-k", 3, "-s", N_OUTLIERS, "--seed", 0, "--method",
-               "gmm", "--covariance", "diag", "-o", "out/", "--json"], tmp_path)
+               "gmm", "--covariance", "tied_diag", "-o", "out/", "--json"], tmp_path)
     assert (fit.returncode, fit.stderr) == (0, "")
     summary = json.loads(fit.stdout)
     out = pd.concat(parts_of(tmp_path / "out"), ignore_index=True)
     with dask.config.set(scheduler="threads"):
-        model = RobustGaussianMixture(3, covariance_type="diag", n_outliers=N_OUTLIERS,
+        model = RobustGaussianMixture(3, covariance_type="tied_diag", n_outliers=N_OUTLIERS,
                                       random_state=0).fit(
             da.from_array(rows(), chunks=(ROWS_PER_PART, -1)))
         labels = model.labels_.compute()
@@ -153,6 +153,16 @@ def test_the_mixture_on_a_parquet_glob_is_the_api_dask_fit(tmp_path):
                                   model.outlier_indices_)
     np.testing.assert_allclose(out["outlier_score"].to_numpy(dtype=float), scores, rtol=1e-12)
     assert summary["lambda"] == pytest.approx(model.lambda_, rel=1e-12)
+
+
+def test_a_per_component_mixture_on_a_dataset_is_refused_naming_the_common_types(tmp_path):
+    write_parquet(tmp_path / "data")
+    fit = run(["fit", "data/*.parquet", "-k", 3, "--method", "gmm", "--covariance", "diag",
+               "-o", "out/"], tmp_path)
+    assert fit.returncode == 1
+    assert ("covariance_type='diag' (one covariance per component) is not supported on Dask "
+            "arrays yet; the common ones are: 'tied_spherical'") in fit.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_output_dataset_one_part_per_file_in_row_order(tmp_path):
