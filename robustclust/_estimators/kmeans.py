@@ -359,11 +359,13 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     @property
     def _default_lambda_description(self):
-        if getattr(self, "outlier_probability_", None) is not None:
+        if getattr(self, "noise_proportion_", None) is not None:
             return ("chosen to flag the points whose noise probability exceeds 0.5 "
                     "(Gaussian clusters plus uniform noise)")
         return self._chi2_description
-    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_")
+    # noise_proportion_ (set by the noise default) also says which default rule was used
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "noise_proportion_",
+                             "inlier_flag_rate_")
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
