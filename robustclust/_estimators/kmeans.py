@@ -113,8 +113,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         Exact trimmed refinement of the fitted solution (see Notes):
         concentration steps that lower the l0 cost of eq. (3) to a fixed
         point at which exactly s points are flagged.  ``"auto"`` refines
-        when ``n_outliers`` is given (a count is then the user's question,
-        and eq. (3) is the problem that count defines) for hard K-means
+        when ``n_outliers`` is given or the ``"noise"`` default sets the
+        count (a count is then the question, and eq. (3) is the problem
+        that count defines) for hard K-means
         (q = 1) with the group penalty, unweighted (the steps run on a host
         copy of X for other array namespaces; a Dask fit is not refined);
         otherwise the paper's estimator is returned as is.  ``True``
