@@ -168,3 +168,18 @@ def test_model_file_keeps_which_default_rule_was_used(tmp_path):
         back = load_model(path)
         assert phrase in m.lambda_rule() and back.lambda_rule() == m.lambda_rule()
         np.testing.assert_array_equal(back.predict(X), m.predict(X))
+
+
+def test_em_on_a_sample_of_large_data(monkeypatch):
+    """Above MAX_EM_ROWS rows EM runs on a fixed random sample; the box and
+    the probabilities are those of all rows."""
+    X, planted = _blobs_with_noise(0.1)
+    full = RobustKMeans(3, random_state=0).fit(X)
+    monkeypatch.setattr(noise, "MAX_EM_ROWS", 200)
+    sampled = RobustKMeans(3, random_state=0).fit(X)
+    assert sampled.outlier_probability_.shape == (len(X),)
+    assert sampled._noise_model.sizes.sum() + sampled.noise_proportion_ * 200 \
+        == pytest.approx(200)  # EM saw 200 rows
+    assert abs(sampled.n_outliers_ - planted.sum()) <= 0.2 * planted.sum()
+    assert (sampled.outlier_mask_ & planted).sum() >= 0.9 * sampled.n_outliers_
+    assert abs(sampled.n_outliers_ - full.n_outliers_) <= 3
