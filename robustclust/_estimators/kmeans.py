@@ -105,7 +105,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``n_outliers`` would be (lambda chosen to flag it, then refined as
         by ``refine``); see Notes and ``outlier_probability_``.  Sparse
         input and data with more than 256 features use ``"chi2"``.
-        ``"chi2"``: the rule before 0.x (a chi^2 tail of the distances to
+        ``"chi2"``: the earlier default (a chi^2 tail of the distances to
         the nearest centre with a median-based scale: flags about 0.1% of
         Gaussian inliers, but 10-20% of real data sets whose clusters are not
         Gaussian, and nothing once more than half the points are noise).
@@ -241,7 +241,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     correct, on 300 blob points plus 10% and 60% uniform noise), and
     standardised real data sets with non-Gaussian clusters get few (iris,
     wine, breast cancer, digits: at most 2%; see the README).  Cost: EM with
-    full covariances, O(N C p^2) per iteration.
+    full covariances, O(N C p^2) per iteration, on a random sample of at
+    most 50,000 rows (the probabilities are then computed for every row).
+    The promise is computed with the fitted covariances, which the
+    shrinkage widens along the short axes of elongated clusters.
 
     **Default lambda** (``default_rule="chi2"``, and sparse data or more
     than 256 features).  K-means first; sigma^2 = median_n min_c
