@@ -183,3 +183,15 @@ def test_em_on_a_sample_of_large_data(monkeypatch):
     assert abs(sampled.n_outliers_ - planted.sum()) <= 0.2 * planted.sum()
     assert (sampled.outlier_mask_ & planted).sum() >= 0.9 * sampled.n_outliers_
     assert abs(sampled.n_outliers_ - full.n_outliers_) <= 3
+
+
+def test_a_dask_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_model():
+    da = pytest.importorskip("dask.array")
+    X, _ = _blobs_with_noise(0.1)
+    m = RobustKMeans(3, init=X[[0, 100, 200]], n_init=1).fit(X)
+    assert m.noise_proportion_ is not None
+    m.fit(da.from_array(X, chunks=100))
+    assert m.outlier_probability_ is None and m.noise_proportion_ is None
+    assert m.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
+    with pytest.raises(ValueError, match="default_rule='noise'"):
+        m.outlier_probability(X)
