@@ -204,11 +204,11 @@ def test_unreachable_count_warns_and_keeps_closest():
 
 
 # -- default lambda --------------------------------------------------------------------
-def test_default_lambda_flags_about_one_in_a_thousand_gaussian_inliers():
+def test_chi2_default_lambda_flags_about_one_in_a_thousand_gaussian_inliers():
     rng = np.random.default_rng(0)
     means = np.array([[0, 0, 0], [20, 0, 0], [0, 20, 0]], dtype=float)
     X = np.vstack([m + 2.0 * rng.normal(size=(4000, 3)) for m in means])
-    m = RobustKMeans(3, random_state=0, n_init=3).fit(X)
+    m = RobustKMeans(3, random_state=0, n_init=3, default_rule="chi2").fit(X)
     rate = m.n_outliers_ / len(X)
     assert 0.0 < rate < 0.004
     # threshold lambda_/2 = sigma * sqrt(chi2_3 quantile 0.999) with sigma = 2

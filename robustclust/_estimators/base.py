@@ -349,10 +349,16 @@ class RobustEstimator(BaseEstimator):
             return fit_dask(self, X, sample_weight)
         problem = self.build_problem(X, sample_weight)
         solver = problem.solver
+        counted = problem.target is None and problem.lam is None
+        if counted:
+            problem.target = self._default_count(problem)
+            counted = problem.target is not None
         refining = self._refining(problem)
         with solver.blas():
             with warnings.catch_warnings():
-                if refining:  # the refinement flags exactly the count asked for
+                # the refinement flags exactly the count asked for; a default
+                # count is an estimate that no one asked for exactly
+                if refining or counted:
                     warnings.simplefilter("ignore", OutlierCountWarning)
                 lam, lam_unweighted, state = fit_lambda(
                     solver, problem.inits, lam=problem.lam, target=problem.target,
@@ -364,6 +370,11 @@ class RobustEstimator(BaseEstimator):
         if hasattr(self, "refine"):
             self._store_refined(problem, state, lam, refined)
         return self
+
+    def _default_count(self, problem):
+        """The outlier count a fit with neither lam nor n_outliers uses (None:
+        the default lambda of ``solver.default_lambda``); subclasses override."""
+        return None
 
     # -- exact trimmed refinement ------------------------------------------------------
     def _refine_unsupported(self, problem):

@@ -458,7 +458,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         return RobustKMeans(self.n_clusters, lam=self.lam, n_outliers=self.n_outliers, q=self.q,
                             weighted=self.weighted, eps=self.eps, init=init,
                             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
-                            refine=False, random_state=self.random_state,
+                            refine=False, default_rule="chi2", random_state=self.random_state,
                             verbose=self.verbose)
 
     _default_lambda_description = "a robust 0.1% tail of the feature-space distances"

@@ -21,6 +21,7 @@ from .._core._dense import outlier_csr
 from .._core.backend import asarray, namespace, to_numpy
 from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
+from .._core.noise import MAX_FEATURES, default_count
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
 from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
@@ -48,8 +49,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     lam : float, default=None
         The outlier-controlling lambda >= 0 of eqs. (5)/(6); ``np.inf`` gives
         plain (soft) K-means, 0 flags every point.  Give ``lam`` or
-        ``n_outliers``, not both.  With neither, lambda is set from the data
-        (see Notes).
+        ``n_outliers``, not both.  With neither, the number of outliers is
+        estimated from the data and lambda is chosen to flag it (see
+        ``default_rule`` and Notes).
     n_outliers : int or float, default=None
         Target number of outliers s.  An int is a count (0 <= s < N); a float
         in (0, 0.5) is a fraction of N (the ``contamination`` convention),
@@ -104,12 +106,25 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         of eq. (6) (its log-penalty version when ``weighted``), or, when
         ``n_outliers`` is given, by the l0-constrained cost of eq. (3)
         (after refinement when ``refine`` is on).
+    default_rule : {"noise", "chi2"}, default="noise"
+        How the fit is set when neither ``lam`` nor ``n_outliers`` is given.
+        ``"noise"``: the outlier count of a model of Gaussian clusters plus
+        a uniform noise component over the data's bounding box, fitted by
+        EM (noise proportion estimated, not capped), is used as
+        ``n_outliers`` would be (lambda chosen to flag it, then refined as
+        by ``refine``); see Notes and ``outlier_probability_``.  Sparse
+        input and data with more than 256 features use ``"chi2"``.
+        ``"chi2"``: the earlier default (a chi^2 tail of the distances to
+        the nearest centre with a median-based scale: flags about 0.1% of
+        Gaussian inliers, but 10-20% of real data sets whose clusters are not
+        Gaussian, and nothing once more than half the points are noise).
     refine : {"auto", True, False}, default="auto"
         Exact trimmed refinement of the fitted solution (see Notes):
         concentration steps that lower the l0 cost of eq. (3) to a fixed
         point at which exactly s points are flagged.  ``"auto"`` refines
-        when ``n_outliers`` is given (a count is then the user's question,
-        and eq. (3) is the problem that count defines) for hard K-means
+        when ``n_outliers`` is given or the ``"noise"`` default sets the
+        count (a count is then the question, and eq. (3) is the problem
+        that count defines) for hard K-means
         (q = 1) with the group penalty, unweighted (the steps run on a host
         copy of X for other array namespaces; a Dask fit is not refined);
         otherwise the paper's estimator is returned as is.  ``True``
@@ -157,6 +172,18 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``lambda_`` unless ``weighted`` and ``n_outliers`` are both given.
     n_outliers_ : int
         Number of points flagged.
+    outlier_probability_ : ndarray of shape (n_samples,) or None
+        With the ``"noise"`` default: each point's posterior probability of
+        the noise component (the count flagged is the number of points where
+        it exceeds 0.5; the fit then flags that many points by its own
+        distances, which can differ in a few borderline points).  None when
+        ``lam`` or ``n_outliers`` was given or the ``"chi2"`` rule was used.
+    noise_proportion_ : float or None
+        The estimated noise proportion pi_0 of that model (None likewise).
+    inlier_flag_rate_ : float or None
+        What the ``"noise"`` default promises for Gaussian clusters: the
+        fitted model's expected fraction of points drawn from its Gaussian
+        clusters whose outlier probability exceeds 0.5 (None likewise).
     eps_ : float or None
         eps used by the log penalty (None unless ``weighted`` or ``eps``).
     objective_ : float
@@ -201,13 +228,41 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     One iteration costs one product X M^T plus O(N C) work, like a Lloyd
     iteration.
 
-    **Default lambda.**  With neither ``lam`` nor ``n_outliers``: K-means
-    first; sigma^2 = median_n min_c ||x_n - m_c||^2 / median(chi^2_p); lambda
-    is set so that a Gaussian inlier is flagged with probability 0.1%
-    (lam = 2 sigma sqrt(chi^2_p quantile 0.999) for the group penalty);
-    the robust fit at that lambda re-estimates sigma once and is refitted.
-    With ``weighted``, the weighted lambda is then tuned (from that fit) to
-    flag as many points as it does.
+    **Default outlier count** (``default_rule="noise"``).  With neither
+    ``lam`` nor ``n_outliers``, the data are modelled as Gaussian clusters
+    plus uniform noise, f(x) = pi_0 / V + sum_c pi_c g_c(x), V the volume of
+    the bounding box of the data (over its non-constant features), in the
+    manner of mclust's noise component.  EM from the first three
+    initialisations (the model of largest likelihood kept) estimates the
+    means, full covariances (shrunk 20% towards a multiple of the identity),
+    weights and pi_0; each cluster's density in the E-step is its posterior
+    predictive Student t (n_c - p + 1 degrees of freedom), which is the
+    Gaussian for large clusters and widens the tails of small clusters in
+    many dimensions.  A point's outlier probability is its posterior
+    probability of the noise component; the points where it exceeds 0.5
+    are counted, and that count is fitted as ``n_outliers`` would be
+    (without the warning when no lambda flags it exactly).  What it promises:
+    on data without noise EM drives pi_0, and with it every probability,
+    towards 0, so Gaussian clusters get essentially no outliers; with noise,
+    the expected fraction of Gaussian inliers flagged is
+    ``inlier_flag_rate_``; noise far from the clusters is found whatever its
+    proportion (measured: 32 of 33 and 444 of 450 planted points, all
+    correct, on 300 blob points plus 10% and 60% uniform noise), and
+    standardised real data sets with non-Gaussian clusters get few (iris,
+    wine, breast cancer, digits: at most 2%; see the README).  Cost: EM with
+    full covariances, O(N C p^2) per iteration, on a random sample of at
+    most 50,000 rows (the probabilities are then computed for every row).
+    The promise is computed with the fitted covariances, which the
+    shrinkage widens along the short axes of elongated clusters.
+
+    **Default lambda** (``default_rule="chi2"``, and sparse data or more
+    than 256 features).  K-means first; sigma^2 = median_n min_c
+    ||x_n - m_c||^2 / median(chi^2_p); lambda is set so that a Gaussian
+    inlier is flagged with probability 0.1% (lam = 2 sigma sqrt(chi^2_p
+    quantile 0.999) for the group penalty); the robust fit at that lambda
+    re-estimates sigma once and is refitted.  With ``weighted``, the
+    weighted lambda is then tuned (from that fit) to flag as many points as
+    it does.  Dask input always uses this rule.
 
     **Choosing lambda by count.**  K-means from every initialisation; from
     the best, a decreasing geometric grid from lam_max (the smallest lambda
@@ -285,6 +340,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "penalty": [StrOptions({"group", "elementwise"})],
         "init": [StrOptions({"robust", "k-means++", "k-means||", "random"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
+        "default_rule": [StrOptions({"noise", "chi2"})],
         "refine": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -294,8 +350,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, q=1.0,
                  weighted=False, eps=None, penalty="group", init="robust",
-                 n_init=10, refine="auto", max_iter=300, tol=1e-6, random_state=None,
-                 verbose=0):
+                 n_init=10, default_rule="noise", refine="auto", max_iter=300, tol=1e-6,
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.lam = lam
         self.n_outliers = n_outliers
@@ -305,14 +361,24 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.penalty = penalty
         self.init = init
         self.n_init = n_init
+        self.default_rule = default_rule
         self.refine = refine
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
 
-    _default_lambda_description = "flags about 0.1% of Gaussian inliers"
-    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_")
+    _chi2_description = "flags about 0.1% of Gaussian inliers"
+
+    @property
+    def _default_lambda_description(self):
+        if getattr(self, "noise_proportion_", None) is not None:
+            return ("chosen to flag the points whose noise probability exceeds 0.5 "
+                    "(Gaussian clusters plus uniform noise)")
+        return self._chi2_description
+    # noise_proportion_ (set by the noise default) also says which default rule was used
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "noise_proportion_",
+                             "inlier_flag_rate_")
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
@@ -355,6 +421,25 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     def _make_model(self, geometry):
         return KMeansModel(self.n_clusters, self.q)
 
+    def _default_count(self, problem):
+        """The noise-component count (``default_rule="noise"``), or None."""
+        self.outlier_probability_ = self.noise_proportion_ = self.inlier_flag_rate_ = None
+        self._noise_model = None
+        g = problem.solver.geometry
+        if self.default_rule != "noise" or g.sparse or g.dim > MAX_FEATURES:
+            return None
+        X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
+        w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
+        starts = [np.asarray(to_numpy(c, g.xp), dtype=np.float64) for c in problem.inits]
+        s, prob, model = default_count(X, starts, w)
+        if model is None:
+            return None
+        self._noise_model = model
+        self.outlier_probability_ = prob.astype(problem.dtype, copy=False)
+        self.noise_proportion_ = float(model.noise)
+        self.inlier_flag_rate_ = float(model.inlier_flag_rate())
+        return s
+
     def _refine_unsupported(self, problem):
         if self.q != 1:
             return "needs hard K-means (q=1)"
@@ -388,6 +473,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                         like=g.sq_norms) for _ in range(self._n_init)]
 
     def _store_model(self, problem, state):
+        if self.lam is not None or self.n_outliers is not None:
+            self.outlier_probability_ = self.noise_proportion_ = self.inlier_flag_rate_ = None
+            self._noise_model = None
         solver = problem.solver
         g = solver.geometry
         dtype = problem.dtype
@@ -434,9 +522,41 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         self : RobustKMeans
         """
+        # a Dask fit (the chi2 rule) leaves no noise model of an earlier fit behind
+        self._noise_model = None
+        for name in ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_"):
+            if hasattr(self, name):
+                setattr(self, name, None)
         return self._fit(X, sample_weight)
 
     # -- new points ------------------------------------------------------------------------
+
+    def outlier_probability(self, X):
+        """Noise probability of new points under the fitted noise model.
+
+        Only after a fit with the ``"noise"`` default (see
+        ``outlier_probability_``); the model's clusters, weights and noise
+        density are those of the fit.  Not saved in model files.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        probability : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        model = getattr(self, "_noise_model", None)
+        if model is None:
+            raise ValueError("outlier_probability needs a fit with default_rule='noise' and "
+                             "neither lam nor n_outliers (dense data, at most "
+                             f"{MAX_FEATURES} features).")
+        X, _ = self._validate_input(X, None, reset=False)
+        if sp.issparse(X):
+            raise ValueError("outlier_probability takes dense X.")
+        Xi, _, _ = internal_units(X, self._offset, self._scale)
+        return self._output(model.noise_probability(to_numpy(Xi)), X)
 
     def outlier_norms(self, X):
         """Outlier score ||o||_2 that new points would receive (0 for inliers).

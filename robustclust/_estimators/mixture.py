@@ -408,7 +408,7 @@ class RobustGaussianMixture(DensityMixin, RobustEstimator):
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self.init == "robust" else "k-means++"
             rkm = RobustKMeans(C, n_outliers=self.n_outliers, init=seeding, n_init=1,
-                               refine=False,
+                               refine=False, default_rule="chi2",
                                random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
         return rkm.cluster_centers_, rkm.outlier_mask_
 

@@ -81,10 +81,12 @@ def new_points(X):
 
 # The recording ran with the k-means++ start as the default (the mixtures: a
 # RobustKMeans fit from it, "robust-kmeans"); the cases that leave init out pin it.
+# It also ran with the chi^2 default lambda of RobustKMeans (the default is now the
+# noise-component count): the cases pin default_rule="chi2" as well.
 
 
-def RKM(*args, init="k-means++", **kwargs):
-    return RobustKMeans(*args, init=init, **kwargs)
+def RKM(*args, init="k-means++", default_rule="chi2", **kwargs):
+    return RobustKMeans(*args, init=init, default_rule=default_rule, **kwargs)
 
 
 #: The common-covariance types under their names since per-component covariances
