@@ -133,10 +133,13 @@ def set_masked_rows(A, mask, values, xp):
     """A with the rows where ``mask`` holds replaced by ``values`` (in their order).
 
     A boolean mask is the scatter the array API standard has (no integer-array
-    assignment); in place where the namespace allows it.
+    assignment); in place where the namespace allows it (on a copy when the
+    mask is A itself).
     """
     from sklearn.externals import array_api_extra as xpx
 
+    if mask is A:  # PyTorch refuses to write to the tensor that is the mask
+        A = xp.asarray(A, copy=True)
     return xpx.at(A)[mask].set(values)
 
 

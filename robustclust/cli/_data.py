@@ -252,6 +252,30 @@ def _numeric_columns(frame):
                      and not pd.api.types.is_complex_dtype(t) for t in frame.dtypes])
 
 
+def skipped_columns(names, header, empty, numeric, codes, path):
+    """{column: why it is not a feature} when no columns are named (the module's
+    notes): earlier results, empty columns, unnamed ones (with a warning each),
+    text, leading-zero codes.  The one rule of the in-memory and dataset readers."""
+    skipped, unnamed = {}, []
+    for position, name in enumerate(names):
+        if name in RESULT_COLUMNS:
+            skipped[name] = "earlier result"
+        elif empty[position]:
+            skipped[name] = "empty"
+        elif is_unnamed(name, header[position]):
+            skipped[name] = "no name"
+            unnamed.append(position + 1)
+        elif not numeric[position]:
+            skipped[name] = "not numeric"
+        elif name in codes:
+            skipped[name] = f"a code? {codes[name]!r} has a leading zero"
+    for position in unnamed:
+        warnings.warn(f"column {position} of {path} has no name in the header line (an "
+                      "index written by pandas?); it is not used: name it in the header "
+                      "to use it", UserWarning, stacklevel=3)
+    return skipped
+
+
 def select_columns(frame, columns, path, *, header=None, codes=None):
     """(names of the columns to use, {skipped column: why}).
 
@@ -263,24 +287,8 @@ def select_columns(frame, columns, path, *, header=None, codes=None):
     numeric = _numeric_columns(frame)
     if columns is None:
         header = header or [str(c) for c in frame.columns]
-        empty = _empty_columns(frame, numeric)
-        skipped, unnamed = {}, []
-        for position, name in enumerate(frame.columns):
-            if name in RESULT_COLUMNS:
-                skipped[name] = "earlier result"
-            elif empty[position]:
-                skipped[name] = "empty"
-            elif is_unnamed(name, header[position]):
-                skipped[name] = "no name"
-                unnamed.append(position + 1)
-            elif not numeric[position]:
-                skipped[name] = "not numeric"
-            elif name in codes:
-                skipped[name] = f"a code? {codes[name]!r} has a leading zero"
-        for position in unnamed:
-            warnings.warn(f"column {position} of {path} has no name in the header line (an "
-                          "index written by pandas?); it is not used: name it in the header "
-                          "to use it", UserWarning, stacklevel=2)
+        skipped = skipped_columns(frame.columns, header, _empty_columns(frame, numeric),
+                                  numeric, codes, path)
         names = [c for c in frame.columns if c not in skipped]
         if not names:
             raise DataError(f"{path} has no numeric column to use (columns: "

@@ -35,16 +35,15 @@ import glob
 import io
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ._data import RESULT_COLUMNS, _numeric_columns
+from ._data import RESULT_COLUMNS, _numeric_columns, skipped_columns
 from ._errors import DataError, first_line, listing, some_rows
-from ._tables import COMPRESSIONS, _check_names, _ragged, is_unnamed
+from ._tables import COMPRESSIONS, _check_names, _ragged
 
 #: Row groups of a Parquet file are gathered into partitions of at most this
 #: many rows (a row group larger than this is a partition of its own).
@@ -527,23 +526,8 @@ def select_dataset_columns(source, stats, columns):
     numeric, header = source.numeric, source.header
     empty = stats.present == 0
     if columns is None:
-        skipped, unnamed = {}, []
-        for position, name in enumerate(source.columns):
-            if name in RESULT_COLUMNS:
-                skipped[name] = "earlier result"
-            elif empty[position]:
-                skipped[name] = "empty"
-            elif is_unnamed(name, header[position]):
-                skipped[name] = "no name"
-                unnamed.append(position + 1)
-            elif not numeric[position]:
-                skipped[name] = "not numeric"
-            elif name in stats.codes:
-                skipped[name] = f"a code? {stats.codes[name]!r} has a leading zero"
-        for position in unnamed:
-            warnings.warn(f"column {position} of {source.input} has no name in the header line "
-                          "(an index written by pandas?); it is not used: name it in the "
-                          "header to use it", UserWarning, stacklevel=2)
+        skipped = skipped_columns(source.columns, header, empty, numeric, stats.codes,
+                                  source.input)
         names = [c for c in source.columns if c not in skipped]
         if not names:
             described = listing([f"{name} ({why})" for name, why in skipped.items()], limit=8)
