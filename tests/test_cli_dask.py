@@ -596,3 +596,22 @@ def test_ctrl_c_closes_the_local_cluster_and_leaves_nothing(tmp_path):
              if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == []
     assert listing(tmp_path) == ["data"]
+
+
+def test_a_close_that_hangs_after_ctrl_c_ends_within_the_grace_time():
+    """The --workers exit timer: a block that hangs after SIGINT (as closing a
+    cluster once did) ends the process with 130 and the one error line."""
+    script = ("import os, signal, time\n"
+              "from robustclust.cli import _dask_run\n"
+              "with _dask_run._exit_after_signal(1.0):\n"
+              "    try:\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        time.sleep(5)\n"
+              "    except KeyboardInterrupt:\n"
+              "        time.sleep(60)  # the hang\n")
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert (out.returncode, out.stdout) == (130, "")
+    assert out.stderr == "robustclust fit: error: interrupted\n"
+    assert time.monotonic() - start < 30

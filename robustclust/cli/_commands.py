@@ -710,5 +710,12 @@ def main(argv=None):
     return status if isinstance(status, int) else 0
 
 
+#: Whether this process has reported an error (the --workers exit timer of
+#: robustclust/cli/_dask_run.py reports an interruption only if not).
+REPORTED = False
+
+
 def _error(prefix, message):
+    global REPORTED
+    REPORTED = True
     click.echo(f"{prefix}: error: {one_line(message)}", err=True)

@@ -20,7 +20,10 @@ beside DIR and renamed into place at the end (:mod:`robustclust._files`).
 
 import logging
 import math
+import multiprocessing
+import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -47,6 +50,9 @@ from ._run import progress_bar, run_estimator
 
 #: Seconds to reach a --scheduler, and then for it to have a worker.
 CONNECT_TIMEOUT_S = 10
+#: Seconds the local cluster may take to close after Ctrl-C or SIGTERM before
+#: its processes are killed and the command exits without waiting for it.
+CLOSE_GRACE_S = 30
 #: Largest --workers.
 MAX_WORKERS = 512
 #: --method values that fit Dask input (every estimator with lazy labels_,
@@ -126,25 +132,80 @@ def dask_scheduler(workers=None, address=None):
                 n_workers, n_threads = _cluster_size(client)
                 yield Scheduler("external", client.scheduler.address, n_workers, n_threads)
             return
-        cluster = client = None
-        try:
-            # a signal in the middle of the start would leave a half-made cluster that
-            # distributed fails to close at exit (a traceback): held until it is made
-            with _signals_held():
-                cluster = distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True,
-                    dashboard_address="127.0.0.1:0",  # a free port (None tries 8787, warns)
-                    silence_logs=logging.CRITICAL)
-                client = distributed.Client(cluster)
-        except BaseException as exc:
-            _close(client, cluster)
-            if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
-                raise  # Ctrl-C, SIGTERM (Terminated)
-            raise DataError(f"cannot start a local Dask cluster of "
-                            f"{count(workers, 'worker')}: {first_line(exc)}") from None
-        with cluster, client:
-            n_workers, n_threads = _cluster_size(client)
-            yield Scheduler("local", cluster.scheduler_address, n_workers, n_threads)
+        with _exit_after_signal(CLOSE_GRACE_S):
+            yield from _local_cluster(distributed, workers)
+
+
+def _local_cluster(distributed, workers):
+    """The body of :func:`dask_scheduler` for ``--workers``: start, yield, close."""
+    cluster = client = None
+    try:
+        # a signal in the middle of the start would leave a half-made cluster that
+        # distributed fails to close at exit (a traceback): held until it is made
+        with _signals_held():
+            cluster = distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True,
+                dashboard_address="127.0.0.1:0",  # a free port (None tries 8787, warns)
+                silence_logs=logging.CRITICAL)
+            client = distributed.Client(cluster)
+    except BaseException as exc:
+        _close(client, cluster)
+        if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+            raise  # Ctrl-C, SIGTERM (Terminated)
+        raise DataError(f"cannot start a local Dask cluster of "
+                        f"{count(workers, 'worker')}: {first_line(exc)}") from None
+    with cluster, client:
+        n_workers, n_threads = _cluster_size(client)
+        yield Scheduler("local", cluster.scheduler_address, n_workers, n_threads)
+
+
+@contextmanager
+def _exit_after_signal(seconds):
+    """After SIGINT or SIGTERM, the command ends within ``seconds`` whatever happens.
+
+    The signal is handled as before (KeyboardInterrupt, or the command's own
+    SIGTERM handler), and a timer starts: if closing the local cluster hangs
+    (it did once in about ten runs of the Ctrl-C test), the timer kills the
+    worker processes, reports the interruption and exits with 128 + signal.
+    Leaving the block (the cluster closed) stops the timer.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    armed, closed = [], threading.Event()
+
+    def expire(signum):
+        if closed.wait(seconds):  # closed in time: the command ends as usual
+            return
+        for child in multiprocessing.active_children():
+            child.kill()
+        from . import _commands
+
+        if not _commands.REPORTED:
+            what = "interrupted" if signum == signal.SIGINT else \
+                f"terminated by {signal.Signals(signum).name}"
+            sys.stderr.write(f"{_commands.PROG} fit: error: {what}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    def handler(signum, frame):
+        if not armed:
+            armed.append(signum)
+            threading.Thread(target=expire, args=(signum,), daemon=True).start()
+        previous_handler = previous[signum]
+        if callable(previous_handler):
+            previous_handler(signum, frame)
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt
+
+    signums = [signal.SIGINT, signal.SIGTERM]
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
+    try:
+        yield
+    finally:
+        closed.set()
+        for signum, previous_handler in previous.items():
+            signal.signal(signum, previous_handler)
 
 
 def _close(client, cluster):
