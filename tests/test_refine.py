@@ -233,3 +233,71 @@ def test_command_line_refines_by_default_and_unrefined_keeps_the_paper_estimator
     assert main(["fit", str(tmp_path / "x.csv"), "-k", "3", "-s", "10", "--method", "gmm",
                  "--unrefined"]) == 2
     assert "--unrefined applies to --method kmeans" in capsys.readouterr().err
+
+
+def _numpy_space(X):
+    """The same points with the compiled steps switched off (the NumPy loop)."""
+    space = PointSpace(X)
+    space.dense = None
+    return space
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n=st.integers(5, 60), p=st.integers(1, 4),
+       C=st.integers(1, 4), trim=st.floats(0.0, 0.6), weighted=st.booleans(),
+       grid=st.booleans(), layout=st.sampled_from(["C", "F"]))
+def test_compiled_concentration_steps_equal_the_numpy_loop(seed, n, p, C, trim, weighted,
+                                                           grid, layout):
+    """The compiled loop (dense float64 X) takes the NumPy loop's steps: the same
+    centres, costs, step count and, at the end, labels and trimmed set.  With
+    duplicate points and tied costs (``grid``: integer coordinates) the tie rule
+    may differ, so there the l0 cost must not increase and the end must be a
+    fixed point trimming exactly s points."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, size=(n, p)).astype(float) if grid else rng.normal(size=(n, p))
+    X = np.asarray(X, order=layout)
+    w = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
+    C = min(C, n)
+    s = min(int(trim * n), n - C)
+    centres = X[rng.choice(n, C, replace=False)] + 0.1 * rng.normal(size=(C, p))
+    fast = PointSpace(X)
+    assert fast.dense is not None
+    got = concentration_steps(fast, centres, w, s, 25)
+    if grid:
+        # tied costs may be trimmed differently (the NumPy loop's partition picks
+        # any of them): the compiled loop must still decrease the l0 cost at every
+        # step and stop at a fixed point that trims exactly s points
+        assert all(b <= a * (1 + 1e-12) + 1e-12 for a, b in zip(got[3], got[3][1:]))
+        out = refine(fast, centres, w, s)
+        assert out.trimmed.sum() == s
+        kept = ~out.trimmed
+        d2 = ((X[:, None, :] - out.centres[None]) ** 2).sum(-1)
+        np.testing.assert_allclose(out.sq_distances, d2.min(axis=1), atol=1e-9)
+        assert out.cost == pytest.approx((w * out.sq_distances)[kept].sum(), abs=1e-9)
+        if out.steps < 100:  # a fixed point: the centres are the means of their kept points
+            for c in range(C):
+                members = kept & (out.labels == c)
+                if members.any():
+                    np.testing.assert_allclose(
+                        out.centres[c], np.average(X[members], axis=0, weights=w[members]),
+                        atol=1e-9)
+        return
+    want = concentration_steps(_numpy_space(X), centres, w, s, 25)
+    assert got[2] == want[2]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-12, atol=1e-12)
+    a, b = refine(fast, centres, w, s), refine(_numpy_space(X), centres, w, s)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.trimmed, b.trimmed)
+    assert a.trimmed.sum() == s
+    assert a.cost == pytest.approx(b.cost, rel=1e-12)
+
+
+def test_compiled_trimming_flags_exactly_s_points_among_ties():
+    """Every point at the same distance: the s flagged ones are the first s (the
+    compiled loop's tie rule), and the cost is that of the N - s kept points."""
+    X = np.array([[1.0], [-1.0]] * 5)  # ten points at distance 1 from the centre 0
+    for s in range(0, 9):
+        out = refine(PointSpace(X), np.zeros((1, 1)), np.ones(10), s, max_steps=0)
+        np.testing.assert_array_equal(np.flatnonzero(out.trimmed), np.arange(s))
+        assert out.cost == 10 - s

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._concentration import concentration_steps_dense
 from .backend import asarray, to_numpy
 
 #: Concentration steps of a refinement (fewer when the kept set settles).
@@ -88,6 +89,11 @@ def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_wei
     :func:`assign_and_trim`.
     """
     w = np.asarray(sample_weight, dtype=np.float64)
+    dense = getattr(space, "dense", None)
+    if dense is not None and not by_weight:
+        centres, cost, steps, history, _, _, _ = concentration_steps_dense(
+            dense, space.sq_norms, centres, w, n_trim, max_steps)
+        return centres, cost, steps, history
     previous = None
     history = []
     for step in range(max_steps + 1):
@@ -150,6 +156,10 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
     """
     w = np.asarray(sample_weight, dtype=np.float64)
     centres = np.asarray(centres, dtype=np.float64)
+    if getattr(space, "dense", None) is not None:
+        centres, cost, steps, history, labels, trimmed, d2 = concentration_steps_dense(
+            space.dense, space.sq_norms, centres, w, n_trim, max_steps)
+        return Refined(centres, labels, trimmed, d2, cost, history, steps)
     centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
     labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)
     return Refined(centres, labels, trimmed, d2, cost, history, steps)
