@@ -9,17 +9,29 @@ the nearest centre, keep the N - s nearest points, centres to the means of
 their kept points) until the kept set and the labels repeat; the start of
 smallest cost wins.  It shares no code with the package.
 
+The published implementation, R's ``trimcluster::trimkmeans`` (100 runs by
+default, as here), is run too when ``Rscript`` and the package are installed
+(Debian: ``apt-get install r-base-core r-cran-trimcluster``); it is timed
+inside R (``proc.time`` around the call: R's start-up and the reading of the
+data are not counted) and gets ``trim = (s + 1/2) / N`` so that it keeps
+exactly N - s points (it keeps ``ceiling((1 - trim) N)``).  Without R those
+columns say so.
+
 Both get the same k and s; the table gives the l0 cost of eq. (3) at each
-result's centres (computed by one function for both; "RKM" is the unrefined
+result's centres (computed by one function for all; "RKM" is the unrefined
 fit), the process CPU time (median of ``--runs``; run with one BLAS thread,
 e.g. ``OMP_NUM_THREADS=1``), and their ratios.  Target (issue 14): the refined
 fit's cost at most trimmed k-means', at most 1/10 of its CPU time.
 
-    python benchmarks/bench_trimmed.py [--runs 3] [--starts 100]
+    python benchmarks/bench_trimmed.py [--runs 3] [--starts 100] [--no-r]
 """
 
 import argparse
 import math
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -68,6 +80,41 @@ def trimmed_kmeans(X, k, s, starts=100, max_steps=1000, seed=0):
     return best
 
 
+R_SCRIPT = """
+suppressMessages(library(trimcluster))
+args <- commandArgs(trailingOnly = TRUE)
+X <- as.matrix(read.csv(args[1], header = FALSE))
+k <- as.integer(args[2]); s <- as.integer(args[3]); runs <- as.integer(args[4])
+set.seed(as.integer(args[5]))
+t <- proc.time()
+fit <- trimkmeans(X, k, trim = (s + 0.5) / nrow(X), runs = runs)
+el <- proc.time() - t
+cat(el[["user.self"]] + el[["sys.self"]], "\n")
+write.table(fit$means, args[6], row.names = FALSE, col.names = FALSE, sep = ",")
+"""
+
+
+def r_available():
+    """Whether Rscript with trimcluster can be run here."""
+    if shutil.which("Rscript") is None:
+        return False
+    out = subprocess.run(["Rscript", "-e", "library(trimcluster)"], capture_output=True)
+    return out.returncode == 0
+
+
+def r_trimkmeans(X, k, s, runs, seed=0):
+    """(centres, CPU seconds inside R) of ``trimcluster::trimkmeans``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data, script, means = (os.path.join(tmp, name)
+                               for name in ("x.csv", "tkm.R", "means.csv"))
+        np.savetxt(data, X, delimiter=",", fmt="%.17g")
+        with open(script, "w") as f:
+            f.write(R_SCRIPT)
+        out = subprocess.run(["Rscript", script, data, str(k), str(s), str(runs), str(seed),
+                              means], capture_output=True, text=True, check=True)
+        return np.loadtxt(means, delimiter=",", ndmin=2), float(out.stdout.split()[0])
+
+
 def noisy_2d(seed=0):
     """Three 2-D Gaussian clusters (400 points) and 600 uniform noise points (60%)."""
     rng = np.random.default_rng(seed)
@@ -104,11 +151,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--starts", type=int, default=100)
+    parser.add_argument("--no-r", action="store_true", help="skip R's trimkmeans")
     args = parser.parse_args()
+    use_r = not args.no_r and r_available()
+    print(f"load average {os.getloadavg()[0]:.2f}; R trimkmeans: "
+          f"{'run once per set' if use_r else 'not run (Rscript or trimcluster absent)'}")
     print(f"{'data':16s} {'N':>5s} {'k':>3s} {'s':>4s} {'tkm cost':>12s} {'RKM cost':>12s} "
           f"{'refined':>12s} {'ref/tkm':>8s} {'tkm CPU s':>10s} {'RKM CPU s':>10s} "
           f"{'ref CPU s':>10s} "
-          f"{'CPU ratio':>9s}")
+          f"{'CPU ratio':>9s} {'R cost':>12s} {'ref/R':>7s} {'R CPU s':>9s} {'CPU/R':>7s}")
     for name, make in SETS.items():
         X, k, s = make()
         M_t, t_t = cpu(lambda: trimmed_kmeans(X, k, s, args.starts), args.runs)
@@ -118,8 +169,13 @@ def main():
         c_t = l0_cost(X, M_t, s)
         c_p = l0_cost(X, plain.cluster_centers_, s)
         c_r = l0_cost(X, ref.cluster_centers_, s)
-        print(f"{name:16s} {X.shape[0]:5d} {k:3d} {s:4d} {c_t:12.6g} {c_p:12.6g} {c_r:12.6g} "
-              f"{c_r / c_t:8.4f} {t_t:10.3f} {t_p:10.3f} {t_r:10.3f} {t_r / t_t:9.3f}")
+        line = (f"{name:16s} {X.shape[0]:5d} {k:3d} {s:4d} {c_t:12.6g} {c_p:12.6g} {c_r:12.6g} "
+                f"{c_r / c_t:8.4f} {t_t:10.3f} {t_p:10.3f} {t_r:10.3f} {t_r / t_t:9.3f}")
+        if use_r:
+            M_R, t_R = r_trimkmeans(X, k, s, args.starts)
+            c_R = l0_cost(X, M_R, s)
+            line += f" {c_R:12.6g} {c_r / c_R:7.4f} {t_R:9.3f} {t_r / t_R:7.4f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
