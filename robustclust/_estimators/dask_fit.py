@@ -232,6 +232,20 @@ def _default_eps(Xi, w):
     return 1e-3 * math.sqrt(total_var) if total_var > 0 else 1e-3
 
 
+def _input_attributes(estimator, X, w, names):
+    """Internal units of X (``_offset``, ``_scale``), ``n_features_in_`` and
+    ``feature_names_in_`` on ``estimator``, as an in-memory fit sets them.
+    Returns (X and w in internal units, the offset, the scale)."""
+    Xi, w, offset, scale = internal_units(X, w)
+    estimator._offset, estimator._scale = offset, scale
+    estimator.n_features_in_ = X.shape[1]
+    if names is not None:
+        estimator.feature_names_in_ = names
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    return Xi, w, offset, scale
+
+
 def fit_dask(estimator, X, sample_weight=None):
     """Fit ``estimator`` (RobustKMeans, RobustGaussianMixture) on a Dask array or
     DataFrame; returns it."""
@@ -247,13 +261,7 @@ def fit_dask(estimator, X, sample_weight=None):
     n, p = X.shape
     target = _base.check_outlier_params(estimator, n, estimator.n_clusters)
     estimator._check_init(X)
-    Xi, w, offset, scale = internal_units(X, w)
-    estimator._offset, estimator._scale = offset, scale
-    estimator.n_features_in_ = p
-    if names is not None:
-        estimator.feature_names_in_ = names
-    elif hasattr(estimator, "feature_names_in_"):
-        del estimator.feature_names_in_
+    Xi, w, offset, scale = _input_attributes(estimator, X, w, names)
     if estimator.eps is not None:
         eps = float(estimator.eps) / scale
     else:
@@ -341,13 +349,7 @@ def _fit_mixture(estimator, X):
     estimator._check_init(X)
     if estimator.lam is not None and estimator.lam == 0:
         raise ValueError(MixtureModel.zero_lambda_message)
-    Xi, w, offset, scale = internal_units(X, w)
-    estimator._offset, estimator._scale = offset, scale
-    estimator.n_features_in_ = p
-    if names is not None:
-        estimator.feature_names_in_ = names
-    elif hasattr(estimator, "feature_names_in_"):
-        del estimator.feature_names_in_
+    Xi, w, offset, scale = _input_attributes(estimator, X, w, names)
     # mean_variance of the internal data (1 when it is constant)
     variance = float(da.mean(Xi.astype(np.float64).var(axis=0)).compute())
     estimator._covar_floor = estimator.reg_covar * (variance if variance > 0 else 1.0)

@@ -343,22 +343,33 @@ def _finite_rows(values, names, labels, drop_missing, path):
         return keep
     bad_cols = [str(c) for c, ok in zip(names, finite.all(axis=0)) if not ok]
     what = "missing or infinite values" if np.isinf(values).any() else "missing values"
-    columns = f"{'column' if len(bad_cols) == 1 else 'columns'} {listing(bad_cols)}"
     if not keep.any():
-        good = [str(c) for c, ok in zip(names, finite.all(axis=0)) if ok]
-        them = "it" if len(bad_cols) == 1 else "them"
-        if not good:
-            hint = "choose other columns with --columns"
-        elif len(good) <= 10:
-            hint = f"leave {them} out with --columns {','.join(good)}"
-        else:
-            hint = f"leave {them} out with --columns"
-        raise DataError(f"every row of {path} has {what} in the {columns}: {hint}")
+        raise no_complete_rows(path, what, [str(c) for c in names], bad_cols)
     if drop_missing:
         return keep
     bad_rows = [labels[i] for i in np.flatnonzero(~keep)]
-    raise DataError(f"{what} in {rows_phrase(bad_rows)} of {path} ({columns}): use "
-                    "--drop-missing to leave these rows out")
+    raise DataError(f"{what} in {rows_phrase(bad_rows)} of {path} "
+                    f"({columns_phrase(bad_cols)}): use --drop-missing to leave these rows out")
+
+
+def columns_phrase(names):
+    """"column a" or "columns a and b"."""
+    return f"{'column' if len(names) == 1 else 'columns'} {listing(names)}"
+
+
+def no_complete_rows(path, what, names, bad_columns):
+    """The error for data whose every row misses a value in ``bad_columns``, with
+    the --columns that would leave those out (the in-memory and dataset readers)."""
+    good = [n for n in names if n not in bad_columns]
+    them = "it" if len(bad_columns) == 1 else "them"
+    if not good:
+        hint = "choose other columns with --columns"
+    elif len(good) <= 10:
+        hint = f"leave {them} out with --columns {','.join(good)}"
+    else:
+        hint = f"leave {them} out with --columns"
+    return DataError(f"every row of {path} has {what} in the {columns_phrase(bad_columns)}: "
+                     f"{hint}")
 
 
 def _is_number(text):

@@ -41,7 +41,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._data import RESULT_COLUMNS, _numeric_columns, skipped_columns
+from ._data import (
+    RESULT_COLUMNS,
+    _numeric_columns,
+    columns_phrase,
+    no_complete_rows,
+    skipped_columns,
+)
 from ._errors import DataError, first_line, listing, some_rows
 from ._tables import COMPRESSIONS, _check_names, _ragged
 
@@ -602,20 +608,12 @@ def used_rows(source, stats, names, drop_missing):
         first += [int(offset + r) + 1 for r in rows]
     first = first[:_SHOWN]
     what = "missing or infinite values" if any(p[3] for p in parts) else "missing values"
-    columns = f"{'column' if len(bad_columns) == 1 else 'columns'} {listing(bad_columns)}"
     if kept.sum() == 0:
-        good = [n for n in names if n not in bad_columns]
-        them = "it" if len(bad_columns) == 1 else "them"
-        if not good:
-            hint = "choose other columns with --columns"
-        elif len(good) <= 10:
-            hint = f"leave {them} out with --columns {','.join(good)}"
-        else:
-            hint = f"leave {them} out with --columns"
-        raise DataError(f"every row of {source.input} has {what} in the {columns}: {hint}")
+        raise no_complete_rows(source.input, what, names, bad_columns)
     if not drop_missing:
         raise DataError(f"{what} in {some_rows(first, n_dropped)} of {source.input} "
-                        f"({columns}): use --drop-missing to leave these rows out")
+                        f"({columns_phrase(bad_columns)}): use --drop-missing to leave these "
+                        "rows out")
     return Rows(kept, first, n_dropped)
 
 
