@@ -105,7 +105,7 @@ from .backend import (
 )
 from .covariance import ComponentCovariances, consistency_factor, constrain_eigenvalues
 from .geometry import row_sq_distances, row_sq_norms
-from .models import _LOG_2PI, _TINY, MixtureModel
+from .models import _LOG_2PI, _TINY, MixtureBase, MixtureModel
 from .state import Outliers, State, no_outliers
 
 #: Rows of the per-point p x p solves done at once ("full").
@@ -161,39 +161,13 @@ class _Precisions:
         return (L @ M[:, :, None])[:, :, 0]
 
 
-class ComponentMixtureModel:
+class ComponentMixtureModel(MixtureBase):
     """Robust Gaussian mixture with one covariance per component (see the module notes).
 
-    Parameters
-    ----------
-    n_components : int
-    kind : {"spherical", "diag", "full"}
-    reg_covar : float
-        Floor on every eigenvalue (variance) of every Sigma_c, in the
-        solver's units.
-    dim : int
-        p.
-    eigenvalue_ratio : float or None
-        Bound on max / min eigenvalue over all components.
+    Parameters: see :class:`~robustclust._core.models.MixtureBase` (``reg_covar``
+    floors every eigenvalue of every Sigma_c, ``eigenvalue_ratio`` bounds max /
+    min eigenvalue over all components, ``dim`` is p).
     """
-
-    mixture = True
-    stops_on_objective = True
-    zero_lambda_ok = False
-    cold_count_search = True
-    penalty_scale = 2.0
-    zero_lambda_message = MixtureModel.zero_lambda_message
-    #: Initial parameters given by the user (internal units), or None.
-    start_weights = None
-    start_covariance = None
-
-    def __init__(self, n_components, kind, reg_covar, dim, eigenvalue_ratio=None):
-        self.n_clusters = n_components
-        self.kind = kind
-        self.reg_covar = reg_covar
-        self.dim = int(dim)
-        self.eigenvalue_ratio = eigenvalue_ratio
-        self.hard = False
 
     # -- E-step ----------------------------------------------------------------------------
     def e_step(self, solver, D, weights, covs, outliers, lam, penalty):

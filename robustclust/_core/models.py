@@ -323,23 +323,20 @@ class KMeansModel:
         return solver.sample_weight * self.clean_costs(solver, solver.products_of(state))
 
 
-class MixtureModel:
-    """Robust probabilistic clustering (RPC): Algorithm 2 (linear) and 4 (kernel).
-
-    A Gaussian mixture with one covariance common to all components, of kind
-    ``"spherical"`` (the paper's sigma^2 I; the only kind in kernel feature
-    spaces), ``"diag"`` or ``"full"``.
+class MixtureBase:
+    """What the mixture models share: the driver's flags and the constructor.
 
     Parameters
     ----------
     n_components : int
     kind : {"spherical", "diag", "full"}
     reg_covar : float
-        Floor on the variances (eigenvalues) of Sigma, in the solver's units.
+        Floor on the variances (eigenvalues) of the covariances, in the
+        solver's units.
     dim : int
         Dimension P of eq. (27): n_features, or the kernel feature space's.
     eigenvalue_ratio : float or None
-        Bound on the ratio of Sigma's largest to smallest eigenvalue
+        Bound on the ratio of the largest to the smallest eigenvalue
         (:func:`~robustclust._core.covariance.constrain_eigenvalues`).
     """
 
@@ -370,6 +367,15 @@ class MixtureModel:
         self.dim = int(dim)
         self.eigenvalue_ratio = eigenvalue_ratio
         self.hard = False
+
+
+class MixtureModel(MixtureBase):
+    """Robust probabilistic clustering (RPC): Algorithm 2 (linear) and 4 (kernel).
+
+    A Gaussian mixture with one covariance common to all components, of kind
+    ``"spherical"`` (the paper's sigma^2 I; the only kind in kernel feature
+    spaces), ``"diag"`` or ``"full"``.  Parameters: see :class:`MixtureBase`.
+    """
 
     # -- pieces ------------------------------------------------------------------------
     def e_step(self, solver, D, weights, cov, sizes, lam, penalty):
