@@ -159,9 +159,11 @@ def test_a_per_component_mixture_on_a_dataset_is_refused_naming_the_common_types
     write_parquet(tmp_path / "data")
     fit = run(["fit", "data/*.parquet", "-k", 3, "--method", "gmm", "--covariance", "diag",
                "-o", "out/"], tmp_path)
-    assert fit.returncode == 1
-    assert ("covariance_type='diag' (one covariance per component) is not supported on Dask "
-            "arrays yet; the common ones are: 'tied_spherical'") in fit.stderr
+    assert fit.returncode == 2  # a usage error, found before any cluster starts
+    assert fit.stderr.strip().splitlines() == [
+        "robustclust fit: error: --covariance diag (one covariance per component) does not "
+        "run on a Dask dataset yet: use --covariance tied_spherical, tied_diag or tied, or "
+        "fit one file in memory"]
     assert not (tmp_path / "out").exists()
 
 

@@ -280,6 +280,12 @@ def check_method(options):
         raise click.UsageError(f"--method {options.method} does not run on a Dask dataset yet: "
                                f"use --method {' or '.join(DASK_METHODS)}, or fit one file in "
                                "memory")
+    common = ("tied_spherical", "tied_diag", "tied")
+    if options.method == "gmm" and options.covariance not in (None, *common):
+        raise click.UsageError(f"--covariance {options.covariance} (one covariance per "
+                               "component) does not run on a Dask dataset yet: use --covariance "
+                               f"{', '.join(common[:-1])} or {common[-1]}, or fit one file in "
+                               "memory")
 
 
 def fit_dataset(source, options, target, *, columns, drop_missing, quiet, floating_point):
