@@ -61,7 +61,7 @@ def _assert_same_fit(m, ref, centre_tol=1e-10):
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address="127.0.0.1:0") as cluster, \
             distributed.Client(cluster) as c:
         yield c
 
@@ -301,7 +301,7 @@ def test_worker_killed_mid_fit_same_answer():
     kw = dict(n_outliers=60, init=init, n_init=1, refine=False)
     ref = RobustKMeans(N_CLUSTERS, **kw).fit(X)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address="127.0.0.1:0") as cluster, \
             distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=120)
         m = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 6))
