@@ -49,7 +49,7 @@ from ._data import (
     skipped_columns,
 )
 from ._errors import DataError, first_line, listing, some_rows
-from ._tables import COMPRESSIONS, _check_names, _ragged
+from ._tables import COMPRESSIONS, _check_names, _ragged, line_fields
 
 #: Row groups of a Parquet file are gathered into partitions of at most this
 #: many rows (a row group larger than this is a partition of its own).
@@ -359,18 +359,7 @@ def ragged_line(data, first, sep, n_fields):
             if len(record) != n_fields:
                 return (start, len(record)), lines
         return None, lines
-    buffer = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buffer == ord("\n"))
-    if len(ends) == 0 or ends[-1] != len(buffer) - 1:
-        ends = np.append(ends, len(buffer))
-    starts = np.r_[0, ends[:-1] + 1]
-
-    def per_line(positions):
-        return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
-
-    fields = per_line(np.flatnonzero(buffer == ord(sep))) + 1
-    blank = np.frombuffer(b" \t\r\n\f\v", dtype=np.uint8)
-    visible = per_line(np.flatnonzero(~np.isin(buffer, blank)))
+    _, _, fields, visible = line_fields(np.frombuffer(data, dtype=np.uint8), sep)
     bad = np.flatnonzero(((fields > 1) | (visible > 0)) & (fields != n_fields))
     if len(bad):
         return (int(bad[0]) + 1, int(fields[bad[0]])), lines

@@ -202,6 +202,24 @@ def _ragged(path, line, n_fields, n_header):
         "value)")
 
 
+def line_fields(buffer, sep):
+    """Per line of the bytes ``buffer`` (no quotes): (start, end, number of fields,
+    number of characters that are not white space); a last line without its
+    newline counts.  The separator and the newline are single bytes in UTF-8."""
+    ends = np.flatnonzero(buffer == ord("\n"))
+    if len(ends) == 0 or ends[-1] != len(buffer) - 1:
+        ends = np.append(ends, len(buffer))
+    starts = np.r_[0, ends[:-1] + 1]
+
+    def per_line(positions):
+        return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
+
+    fields = per_line(np.flatnonzero(buffer == ord(sep))) + 1
+    blank = np.frombuffer(b" \t\r\n\f\v", dtype=np.uint8)
+    visible = per_line(np.flatnonzero(~np.isin(buffer, blank)))
+    return starts, ends, fields, visible
+
+
 def _check_fields(data, text, sep, path):
     """The header's names; DataError for the first line with another number of fields."""
     if '"' in text:
@@ -211,17 +229,8 @@ def _check_fields(data, text, sep, path):
     buffer = np.frombuffer(data, dtype=np.uint8)
     if data.startswith(b"\xef\xbb\xbf"):
         buffer = buffer[3:]
-    ends = np.flatnonzero(buffer == ord("\n"))
-    if len(ends) == 0 or ends[-1] != len(buffer) - 1:
-        ends = np.append(ends, len(buffer))
-    starts = np.r_[0, ends[:-1] + 1]
-    def per_line(positions):
-        return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
-
-    counts = per_line(np.flatnonzero(buffer == ord(sep))) + 1
+    starts, ends, counts, visible = line_fields(buffer, sep)
     # blank lines (pandas skips them): no separator and nothing but white space
-    visible = per_line(np.flatnonzero(~np.isin(buffer, np.frombuffer(b" \t\r\n\f\v",
-                                                                      dtype=np.uint8))))
     filled = np.flatnonzero((counts > 1) | (visible > 0))
     first = filled[0]
     header = bytes(buffer[starts[first]:ends[first]]).decode("utf-8").rstrip("\r").split(sep)
