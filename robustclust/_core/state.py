@@ -136,6 +136,10 @@ class State:
     pending : tuple or None
         What the next centre step divides, when the compiled hard pass
         already has it: (sums, weights, key).
+    powered, residual : arrays of shape (N, C) or None
+        Soft K-means on NumPy: u_nc^q of ``memberships`` (kept by the U-step
+        that computed them) and the residual weights u_n^q / sum_c u_nc^q
+        (computed once, when first asked for).
     """
 
     centers: object
@@ -151,6 +155,8 @@ class State:
     n_iter: int = 0
     converged: bool = False
     pending: tuple | None = None
+    powered: object = None
+    residual: object = None
 
     @property
     def n_outliers(self):
