@@ -365,8 +365,9 @@ def select_by_count(solver, inits, s, weighted):
        at its own initial parameters, and scored by the l0 cost of eq. (3);
        K-means-type models screen the start's K-means solution the same way
        (:func:`screen_kmeans`), the beginning of the paper's path.
-    2. The best few starts (:func:`n_keep`) get a full :class:`CountSearch`;
-       the best result is kept (exact count first, then the l0 cost).
+    2. The best screened start gets a full :class:`CountSearch`; the next few
+       (:func:`n_keep`) a short probe (:meth:`CountSearch.probe`) from the lam
+       it found; the best result is kept (exact count first, then the l0 cost).
     3. Weighted variant: from that solution, the weighted lam is searched the
        same way, every evaluation restarting the MM iterations from the
        unweighted solution (the paper's rule; running both at one lam breaks
