@@ -153,15 +153,13 @@ class KMeansModel:
         return residual_weights(memberships, self.q, solver.xp)
 
     def state_weights(self, solver, state):
-        """:meth:`residual_weights` of ``state``, computed once per state (NumPy)."""
+        """:meth:`residual_weights` of ``state`` (kept by its compiled U-step)."""
         if state.memberships is None:
             return state.labels
-        if state.residual is not None:
-            return state.residual
-        W = self.residual_weights(solver, state.labels, state.memberships)
-        if solver.xp is np:
-            state.residual = W
-        return W
+        cache = state.soft_cache()
+        if cache is not None:
+            return cache[1]
+        return self.residual_weights(solver, state.labels, state.memberships)
 
     def uses_irls(self, penalty):
         return self.irls and self.hard and penalty.name == "group" and not penalty.weighted
@@ -199,8 +197,7 @@ class KMeansModel:
         """The State of a U-step's result (with the u^q the compiled U-step kept)."""
         labels, U, costs = step[:3]
         return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs),
-                     powered=step[3] if len(step) > 3 else None,
-                     residual=step[4] if len(step) > 3 else None)
+                     soft=(U,) + tuple(step[3:]) if len(step) > 3 else None)
 
     def centre_weights(self, solver, state, lam, penalty):
         """V of the centre step and whether the outliers are subtracted (eq. (9)).
@@ -220,8 +217,9 @@ class KMeansModel:
         xp = solver.xp
         w = solver.sample_weight
         if not self.hard:
-            if state.powered is not None:
-                return state.powered * w[:, None], True
+            cache = state.soft_cache()
+            if cache is not None:
+                return cache[0] * w[:, None], True
             return state.memberships**self.q * w[:, None], True
         if not self.uses_irls(penalty):
             return Assignment(state.labels, w, self.n_clusters), True
