@@ -82,3 +82,28 @@ def test_path_does_not_modify_the_estimator(data):
     regularization_path(est, data.X, n_lambdas=5)
     assert est.get_params()["n_outliers"] == 80
     assert not hasattr(est, "cluster_centers_")
+
+
+def test_path_tolerance_trades_iterations_for_accuracy(data):
+    # soft K-means converges linearly: solving each grid value to 10x the
+    # estimator's tolerance (the default) needs far fewer iterations than to
+    # the tolerance itself and flags the same points at (nearly) every value
+    est = RobustKMeans(4, q=1.5, random_state=0, n_init=1)
+    loose = regularization_path(est, data.X, n_lambdas=40)
+    exact = regularization_path(est, data.X, n_lambdas=40, path_tol=1.0)
+    assert loose.n_iter.sum() < 0.8 * exact.n_iter.sum()
+    assert np.sum(loose.n_outliers != exact.n_outliers) <= 2
+    assert np.abs(loose.n_outliers - exact.n_outliers).max() <= 1
+    scale = np.abs(exact.centers).max()
+    assert np.abs(loose.centers - exact.centers).max() < 1e-2 * scale
+
+
+def test_mixture_path_keeps_its_tolerance():
+    from robustclust import RobustGaussianMixture
+
+    X = make_blobs_with_outliers(n_outliers=20, n_per_cluster=40, random_state=2).X
+    est = RobustGaussianMixture(3, random_state=0, n_init=1)
+    a = regularization_path(est, X, n_lambdas=8)
+    b = regularization_path(est, X, n_lambdas=8, path_tol=1.0)
+    np.testing.assert_array_equal(a.n_iter, b.n_iter)
+    np.testing.assert_array_equal(a.centers, b.centers)

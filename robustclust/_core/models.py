@@ -58,6 +58,7 @@ from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
+from . import _soft
 
 _LOG_2PI = math.log(2 * math.pi)
 #: Added to the component sizes: keeps empty components' weights positive.
@@ -147,7 +148,18 @@ class KMeansModel:
         """W of the residuals r_n (eq. (12)): the labels (hard) or u^q / sum u^q."""
         if memberships is None:
             return labels
+        if _compiled(solver, memberships):
+            return _soft.soft_residual_weights(memberships, self.q)
         return residual_weights(memberships, self.q, solver.xp)
+
+    def state_weights(self, solver, state):
+        """:meth:`residual_weights` of ``state`` (kept by its compiled U-step)."""
+        if state.memberships is None:
+            return state.labels
+        cache = state.soft_cache()
+        if cache is not None:
+            return cache[1]
+        return self.residual_weights(solver, state.labels, state.memberships)
 
     def uses_irls(self, penalty):
         return self.irls and self.hard and penalty.name == "group" and not penalty.weighted
@@ -157,6 +169,10 @@ class KMeansModel:
 
         Returns (labels, memberships or None, point costs).
         """
+        return self._membership_step(solver, products, outliers, lam, penalty, centers)[:3]
+
+    def _membership_step(self, solver, products, outliers, lam, penalty, centers):
+        """:meth:`membership_step`, plus u^q when the compiled U-step computed it."""
         xp = solver.xp
         if outliers.count:
             D = solver.outlier_distances(products, outliers, centers)
@@ -170,9 +186,18 @@ class KMeansModel:
         if self.hard:
             labels = xp.argmin(D, axis=1)
             return labels, None, pick(D, labels, xp)
+        if _compiled(solver, D):
+            U, Uq, W, costs, labels = _soft.soft_memberships(D, self.q)
+            return labels, U, costs, Uq, W
         U = fuzzy_memberships(D, self.q, xp)
         costs = xp.sum(U**self.q * D, axis=1)
         return xp.argmax(U, axis=1), U, costs
+
+    def _new_state(self, solver, centers, products, outliers, step):
+        """The State of a U-step's result (with the u^q the compiled U-step kept)."""
+        labels, U, costs = step[:3]
+        return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs),
+                     soft=(U,) + tuple(step[3:]) if len(step) > 3 else None)
 
     def centre_weights(self, solver, state, lam, penalty):
         """V of the centre step and whether the outliers are subtracted (eq. (9)).
@@ -192,6 +217,9 @@ class KMeansModel:
         xp = solver.xp
         w = solver.sample_weight
         if not self.hard:
+            cache = state.soft_cache()
+            if cache is not None:
+                return cache[0] * w[:, None], True
             return state.memberships**self.q * w[:, None], True
         if not self.uses_irls(penalty):
             return Assignment(state.labels, w, self.n_clusters), True
@@ -252,21 +280,20 @@ class KMeansModel:
 
     def fixed_centre_step(self, solver, state, centers, products, lam, penalty):
         """O-step (with the residual weights of ``state``) then U-step, centres fixed."""
-        W = self.residual_weights(solver, state.labels, state.memberships)
+        W = self.state_weights(solver, state)
         r2 = products.residual_sq_norms(W)
         outliers = outlier_step(penalty, lam, r2, W, state.outliers, solver.xp,
                                 residuals=solver.residual_rows(centers, W))
         outliers.euclidean = outliers.sizes  # K-means measures o_n in the Euclidean norm
-        labels, U, costs = self.membership_step(solver, products, outliers, lam, penalty,
-                                                centers)
-        return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs))
+        step = self._membership_step(solver, products, outliers, lam, penalty, centers)
+        return self._new_state(solver, centers, products, outliers, step)
 
     def start(self, solver, centers, products):
         """The state of centres with O = 0: memberships that best fit them."""
         outliers = no_outliers(solver.geometry.n_samples, solver.xp, like=products.diag)
-        labels, U, costs = self.membership_step(solver, products, outliers, math.inf,
-                                                solver.penalty, centers)
-        return State(centers, products, labels, U, outliers, costs, solver.objective_of(costs))
+        step = self._membership_step(solver, products, outliers, math.inf, solver.penalty,
+                                     centers)
+        return self._new_state(solver, centers, products, outliers, step)
 
     def clean_costs(self, solver, products):
         """Each point's best cost without outlier term: min_u sum_c u^q ||x - m_c||^2."""
@@ -274,12 +301,14 @@ class KMeansModel:
         D = products.sq_distances()
         if self.hard:
             return xp.min(D, axis=1)
+        if _compiled(solver, D):
+            return _soft.soft_memberships(D, self.q)[3]
         U = fuzzy_memberships(D, self.q, xp)
         return xp.sum(U**self.q * D, axis=1)
 
     def residual_max(self, solver, state, penalty):
         """max_n ||r_n|| (group) or max_{n,j} |r_nj| (elementwise) at ``state``."""
-        W = self.residual_weights(solver, state.labels, state.memberships)
+        W = self.state_weights(solver, state)
         if penalty.row_sparse:
             products = solver.products_of(state)
             return math.sqrt(float(solver.xp.max(products.residual_sq_norms(W))))
@@ -297,7 +326,7 @@ class KMeansModel:
 
     def critical_lambdas(self, solver, state, penalty):
         """lam below which the next O-step flags each point (see Solver.critical_lambdas)."""
-        W = self.residual_weights(solver, state.labels, state.memberships)
+        W = self.state_weights(solver, state)
         prev = solver.dense(state.outliers)
         if penalty.row_sparse:
             norms = solver.xp.sqrt(solver.products_of(state).residual_sq_norms(W))
@@ -692,6 +721,12 @@ class MixtureModel(MixtureBase):
         if self.start_covariance is not None:
             return weights, self.start_covariance
         return weights, Covariance(self.kind, value, self.dim)
+
+
+def _compiled(solver, A):
+    """Whether the compiled soft K-means row maps serve ``A`` (NumPy float64 (N, C))."""
+    return solver.xp is np and isinstance(A, np.ndarray) and A.dtype == np.float64 \
+        and A.ndim == 2
 
 
 def _diag(A, xp):

@@ -136,6 +136,10 @@ class State:
     pending : tuple or None
         What the next centre step divides, when the compiled hard pass
         already has it: (sums, weights, key).
+    soft : tuple or None
+        Soft K-means on NumPy: (U, U^q, residual weights u_n^q / sum_c u_nc^q)
+        kept by the U-step that computed U; valid only while ``memberships``
+        is that U (a state copied with other memberships ignores it).
     """
 
     centers: object
@@ -151,6 +155,13 @@ class State:
     n_iter: int = 0
     converged: bool = False
     pending: tuple | None = None
+    soft: tuple | None = None
+
+    def soft_cache(self):
+        """(U^q, residual weights) of the state's own memberships, or None."""
+        if self.soft is not None and self.soft[0] is self.memberships:
+            return self.soft[1:]
+        return None
 
     @property
     def n_outliers(self):
