@@ -51,6 +51,7 @@ from .._core.backend import asarray, colsum, namespace, to_numpy
 from .._core.refine import refine_fit
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
+from .._core.starts import trim_count
 from .._core.state import State
 from .dask_fit import is_dask
 from .fitted import check_state
@@ -353,6 +354,8 @@ class RobustEstimator(BaseEstimator):
         if counted:
             problem.target = self._default_count(problem)
             counted = problem.target is not None
+            if counted:
+                self._starts_for_count(problem)
         refining = self._refining(problem)
         with solver.blas():
             with warnings.catch_warnings():
@@ -370,6 +373,27 @@ class RobustEstimator(BaseEstimator):
         if hasattr(self, "refine"):
             self._store_refined(problem, state, lam, refined)
         return self
+
+    def _starts_for_count(self, problem):
+        """Starts that trim a default count above what the starts trimmed.
+
+        Without a count the robust start trims ``DEFAULT_TRIM_FRACTION`` of the
+        points (:func:`~robustclust._core.starts.trim_count`); a default count
+        above that (data that are mostly noise) would be fitted from starts
+        that kept much of the noise, so the starts are drawn again trimming
+        the count, as with ``n_outliers`` given.  Subclasses whose starts trim
+        override :meth:`_recount_starts`.
+        """
+        g = problem.solver.geometry
+        if problem.target > trim_count(None, g.n_samples, self._n_clusters):
+            inits = self._recount_starts(problem, problem.target)
+            if inits is not None:
+                problem.inits = inits
+
+    def _recount_starts(self, problem, n_outliers):
+        """The starts of a fit with ``n_outliers`` (internal units), or None
+        when they do not depend on it."""
+        return None
 
     def _default_count(self, problem):
         """The outlier count a fit with neither lam nor n_outliers uses (None:

@@ -14,6 +14,7 @@ from sklearn.base import (
 )
 from sklearn.cluster import kmeans_plusplus
 from sklearn.metrics.pairwise import euclidean_distances
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted, validate_data
 
@@ -460,7 +461,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self._eps = eps
         return make_penalty(self.penalty), make_penalty(self.penalty, True, eps)
 
-    def _initializations(self, solver, X, sample_weight, rng):
+    def _initializations(self, solver, X, sample_weight, rng, n_outliers=None):
         g = solver.geometry
         if not isinstance(self.init, str):
             init = np.asarray(to_numpy(self.init), dtype=np.float64)
@@ -468,9 +469,18 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return [asarray(init, g.xp, like=g.sq_norms, dtype=g.dtype)]
         Xh = to_numpy(g.X, g.xp)
         w = np.asarray(to_numpy(sample_weight, g.xp), dtype=np.float64)
-        n_trim = trim_count(self.n_outliers, Xh.shape[0], self.n_clusters)
+        n_trim = trim_count(self.n_outliers if n_outliers is None else n_outliers,
+                            Xh.shape[0], self.n_clusters)
         return [asarray(initial_centers(Xh, w, self.n_clusters, self.init, rng, n_trim), g.xp,
                         like=g.sq_norms) for _ in range(self._n_init)]
+
+    def _recount_starts(self, problem, n_outliers):
+        if not (isinstance(self.init, str) and self.init in ("robust", "k-means||")):
+            return None  # k-means++, random draws and given centres trim nothing
+        solver = problem.solver
+        with solver.blas():
+            return self._initializations(solver, None, solver.sample_weight,
+                                         check_random_state(self.random_state), n_outliers)
 
     def _store_model(self, problem, state):
         if self.lam is not None or self.n_outliers is not None:
