@@ -700,6 +700,9 @@ class NoiseDefaultMixin:
         """
         check_is_fitted(self)
         model = getattr(self, "_noise_model", None)
+        if model is None and getattr(self, "noise_proportion_", None) is not None:
+            raise ValueError("outlier_probability needs the noise model of the fit, which "
+                             "model files do not keep: fit the estimator again.")
         if model is None:
             raise ValueError("outlier_probability needs a fit with default_rule='noise' and "
                              "neither lam nor n_outliers (dense data, at most "
