@@ -350,11 +350,14 @@ class RobustEstimator(BaseEstimator):
         return problem
 
     def _fit(self, X, sample_weight=None):
+        # attributes of an earlier default count that this fit does not set
+        self._forget_default_count(existing_only=True)
         if is_dask(X):  # per-block passes over a Dask cluster (dask_fit)
             from .dask_fit import fit_dask
 
             return fit_dask(self, X, sample_weight)
         problem = self.build_problem(X, sample_weight)
+        self._forget_default_count()
         solver = problem.solver
         counted = problem.target is None and problem.lam is None
         if counted:
@@ -382,6 +385,10 @@ class RobustEstimator(BaseEstimator):
         """The outlier count a fit with neither lam nor n_outliers uses (None:
         the default lambda of ``solver.default_lambda``); subclasses override."""
         return None
+
+    def _forget_default_count(self, existing_only=False):
+        """Reset what ``_default_count`` sets (``existing_only``: the attributes an
+        earlier fit set; else all of them, once X is validated); subclasses override."""
 
     # -- exact trimmed refinement ------------------------------------------------------
     def _refine_unsupported(self, problem):
@@ -623,8 +630,9 @@ class NoiseDefaultMixin:
     input, more than ``MAX_FEATURES`` features, or Dask input: those keep the
     chi^2 default lambda of ``solver.default_lambda``), and offers
     :meth:`outlier_probability` for new points.  Put it before
-    :class:`RobustEstimator` in the bases (it overrides ``_fit``, ``_store``
-    and ``_default_count``); the class declares ``default_rule``.
+    :class:`RobustEstimator` in the bases (it implements the hooks
+    ``_default_count`` and ``_forget_default_count`` of ``RobustEstimator._fit``);
+    the class declares ``default_rule``.
     """
 
     _chi2_description = "flags about 0.1% of Gaussian inliers"
@@ -640,23 +648,15 @@ class NoiseDefaultMixin:
             return self._noise_description
         return self._chi2_description
 
-    def _clear_noise_default(self, existing_only=False):
-        """No noise model: the attributes None (``existing_only``: those already set)."""
+    def _forget_default_count(self, existing_only=False):
+        """No noise model: the attributes None (``existing_only``: those already
+        set, so that a Dask fit, which uses the chi2 rule, leaves no noise model
+        of an earlier fit behind, and an unfitted estimator gains no attribute
+        before its input is validated)."""
         self._noise_model = None
         for name in self._noise_attributes:
             if not existing_only or hasattr(self, name):
                 setattr(self, name, None)
-
-    def _fit(self, X, sample_weight=None):
-        # a Dask fit (the chi2 rule) leaves no noise model of an earlier fit
-        # behind; attributes not yet set stay unset until the fit succeeds
-        self._clear_noise_default(existing_only=True)
-        return super()._fit(X, sample_weight)
-
-    def _store(self, problem, state, lam, lam_unweighted):
-        if self.lam is not None or self.n_outliers is not None:
-            self._clear_noise_default()
-        super()._store(problem, state, lam, lam_unweighted)
 
     def _noise_starts(self, problem):
         """The initial centres of the fit's starts, in internal units (EM starts
@@ -666,7 +666,6 @@ class NoiseDefaultMixin:
 
     def _default_count(self, problem):
         """The noise-component count (``default_rule="noise"``), or None (chi2)."""
-        self._clear_noise_default()
         g = problem.solver.geometry
         if self.default_rule != "noise" or g.sparse or g.dim > MAX_FEATURES:
             return None
