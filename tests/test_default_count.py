@@ -229,6 +229,7 @@ def test_mixture_default_finds_planted_uniform_noise(fraction, covariance_type):
         assert old.n_outliers_ < 0.2 * n_planted
 
 
+@pytest.mark.slow
 def test_mixture_default_count_with_per_component_full_covariances():
     """The count is the noise model's whatever covariance_type; which points the
     per-component fit flags at that count is its own rule (a broad component
