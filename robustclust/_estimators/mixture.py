@@ -288,8 +288,9 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     points instead of noise (precision 0.84 and 0.66): a broad component
     takes over part of the noise, as it does with ``n_outliers`` set to the
     planted count.  Cost: EM with full covariances, O(N C p^2) per
-    iteration, on a random sample of at most 50,000 rows (digits: about 3 s
-    of CPU, where the mixture's own count fit takes 1 s).
+    iteration, on a random sample of at most 50,000 rows (standardised
+    digits, 10 components: a default fit takes 4.5 s of CPU, 3.7 s of it the
+    noise model's EM, against 1.3 s with the chi^2 rule).
 
     **Default lambda** (``default_rule="chi2"``, and sparse data, more than
     256 features or Dask input).  lam = sqrt(chi^2_p quantile(0.999)): a
