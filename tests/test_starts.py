@@ -508,3 +508,20 @@ def test_a_default_count_above_the_starts_trim_is_fitted_from_starts_that_trim_i
     assert default.trimmed_cost_ == pytest.approx(given.trimmed_cost_, rel=1e-12)
     assert adjusted_rand_score(y, default.labels_[:300]) >= 0.95
     assert default.outlier_mask_[300:].mean() >= 0.9
+
+
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "tied"])
+def test_the_mixtures_default_count_above_the_starts_trim_is_fitted_as_n_outliers(
+        covariance_type):
+    # the mixture's starts (robust K-means fits) used the chi2 default when no count was
+    # given; with the noise rule's count of about 60% they are drawn again with it
+    X, _ = _blobs_in_noise()
+    default = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0).fit(X)
+    s = default.n_outliers_
+    assert s > 0.2 * len(X)
+    given = RobustGaussianMixture(3, n_outliers=s, covariance_type=covariance_type,
+                                  random_state=0).fit(X)
+    np.testing.assert_array_equal(default.outlier_mask_, given.outlier_mask_)
+    np.testing.assert_allclose(default.means_, given.means_, rtol=1e-12)
+    np.testing.assert_allclose(default.covariances_, given.covariances_, rtol=1e-12)
+    assert default.outlier_mask_[300:].mean() >= 0.85

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import DensityMixin, _fit_context
 from sklearn.cluster import kmeans_plusplus
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
@@ -452,7 +453,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         self._eps = 1e-3 if self.eps is None else float(self.eps)
         return make_penalty("group"), make_penalty("group", True, self._eps)
 
-    def _initializations(self, solver, X, sample_weight, rng):
+    def _initializations(self, solver, X, sample_weight, rng, n_outliers=None):
         g = solver.geometry
         if self._start_means is not None:
             means = (np.asarray(self._start_means, dtype=np.float64)
@@ -460,18 +461,31 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
-        return [self._initial_means(Xh, rng) for _ in range(self._n_init)]
+        return [self._initial_means(Xh, rng, n_outliers) for _ in range(self._n_init)]
+
+    def _recount_starts(self, problem, n_outliers):
+        if (self._start_means is not None or not isinstance(self.init, str)
+                or self.init in ("k-means++", "random")):
+            return None  # given means and untrimmed draws do not depend on the count
+        solver = problem.solver
+        self._start_data = solver.geometry.X  # internal units, float64
+        with solver.blas():
+            return self._initializations(solver, None, None,
+                                         check_random_state(self.random_state), n_outliers)
 
     def _noise_starts(self, problem):
         # each initialisation is (means, the start's outlier mask or None)
         return [means for means, _ in problem.inits]
 
-    def _initial_means(self, X, rng):
+    def _initial_means(self, X, rng, n_outliers=None):
+        """One initialisation: (means, the start's outlier mask or None);
+        ``n_outliers`` replaces the estimator's for the starts that trim."""
         C = self.n_components
+        n_outliers = self.n_outliers if n_outliers is None else n_outliers
         if self.init == "k-means++":
             return kmeans_plusplus(X, C, random_state=rng)[0], None
         if self.init == "k-means||":
-            n_trim = trim_count(self.n_outliers, X.shape[0], C)
+            n_trim = trim_count(n_outliers, X.shape[0], C)
             return kmeans_parallel_in_memory(X, np.ones(X.shape[0]), C, n_trim, rng), None
         if self.init == "random":
             idx = rng.choice(X.shape[0], C, replace=False)
@@ -480,7 +494,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self.init == "robust" else "k-means++"
-            rkm = RobustKMeans(C, n_outliers=self.n_outliers, init=seeding, n_init=1,
+            rkm = RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1,
                                refine=False, default_rule="chi2",
                                random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
         return rkm.cluster_centers_, rkm.outlier_mask_
