@@ -516,3 +516,33 @@ def test_the_kernel_mixture_keeps_its_own_default():
                                 default_rule="chi2").fit(m.nystroem_.transform(X))
     assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
     np.testing.assert_array_equal(m.outlier_mask_, ref.outlier_mask_)
+
+
+def _paper_blobs_with_one_value(value):
+    from robustclust.datasets import make_blobs_with_outliers
+
+    X = make_blobs_with_outliers(n_outliers=40, random_state=0).X.copy()
+    X[0, 0] = value
+    return X
+
+
+@pytest.mark.parametrize("value", [1e20, 1e40])
+def test_one_extreme_value_is_the_noise_defaults_one_outlier(value):
+    # the covariance floor is per feature: one relative to the mean variance (set
+    # by the extreme value) swamped the clusters' spread, and every point was noise
+    m = RobustKMeans(4, n_init=2, random_state=0).fit(_paper_blobs_with_one_value(value))
+    assert m.noise_proportion_ is not None
+    assert m.n_outliers_ == 1 and m.labels_[0] == -1
+    assert np.count_nonzero(m.outlier_probability_ > 0.5) == 1
+
+
+def test_a_noise_model_that_calls_every_point_noise_gives_way_to_the_chi2_rule():
+    # at 1e150 the other values' spread is lost to rounding beside the extreme one
+    # (internal units put it near 1, the rest near 1e-150): the noise model finds no
+    # cluster and would flag all 240 points; the chi2 rule is used instead
+    X = _paper_blobs_with_one_value(1e150)
+    m = RobustKMeans(4, n_init=2, random_state=0).fit(X)
+    assert m.noise_proportion_ is None and m.outlier_probability_ is None
+    assert m.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
+    assert m.labels_[0] == -1 and np.argmax(m.outlier_norms_) == 0
+    assert m.n_outliers_ < 0.05 * len(X)

@@ -159,8 +159,9 @@ def _solve_lower(L, B):
 
 
 def _shrunk(S, p, floor):
-    target = max(float(np.trace(S)) / p, floor)
-    return (1.0 - SHRINKAGE) * S + SHRINKAGE * target * np.eye(p) + floor * np.eye(p)
+    """S shrunk towards tr(S)/p I, plus the per-feature ``floor`` on the diagonal."""
+    target = max(float(np.trace(S)) / p, float(floor.min()))
+    return (1.0 - SHRINKAGE) * S + SHRINKAGE * target * np.eye(p) + np.diag(floor)
 
 
 def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM_TOL,
@@ -191,7 +192,10 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
     wsum = float(w.sum())
     gmean = w @ X / wsum
     gvar = w @ (X - gmean) ** 2 / wsum
-    floor = 1e-9 * max(float(gvar.mean()), np.finfo(float).tiny)
+    # per feature: a floor relative to the mean variance would swamp the
+    # within-cluster spread of features far smaller than the largest (one value
+    # at 1e20 among unit-scale data made every point noise)
+    floor = 1e-9 * np.maximum(gvar, np.finfo(float).tiny)
 
     d2 = (np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ centers.T
           + np.einsum("ij,ij->i", centers, centers)[None, :])

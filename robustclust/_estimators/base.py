@@ -700,6 +700,12 @@ class NoiseDefaultMixin:
         s, prob, model = default_count(X, starts, w)
         if model is None:  # every feature constant: the chi2 rule
             return None
+        if s > np.count_nonzero(w > 0) - self._n_clusters:
+            # noise everywhere but a point per cluster or less: the model found no
+            # cluster it could tell from the noise (data whose spread is lost to
+            # rounding beside one extreme value), and a count that flags every
+            # point would be no answer: the chi2 rule
+            return None
         self._noise_model = model
         self.outlier_probability_ = prob.astype(problem.dtype, copy=False)
         self.noise_proportion_ = float(model.noise)
