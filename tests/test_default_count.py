@@ -1,5 +1,10 @@
-"""The default outlier count of RobustKMeans (neither lam nor n_outliers):
-Gaussian clusters plus a uniform noise component (robustclust._core.noise)."""
+"""The default outlier count of RobustKMeans and RobustGaussianMixture (neither lam
+nor n_outliers): Gaussian clusters plus a uniform noise component
+(robustclust._core.noise, wired into both estimators by NoiseDefaultMixin)."""
+
+import contextlib
+import io
+import json
 
 import numpy as np
 import pytest
@@ -7,8 +12,12 @@ import scipy.sparse as sp
 from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
 
-from robustclust import RobustKMeans
+from robustclust import RobustGaussianMixture, RobustKMeans
 from robustclust._core import noise
+
+NOISE_RULE = ("default: chosen to flag the points whose noise probability exceeds 0.5 "
+              "(Gaussian clusters plus uniform noise)")
+CHI2_RULE = "default: flags about 0.1% of Gaussian inliers"
 
 
 def _blobs_with_noise(fraction, seed=0):
@@ -89,14 +98,6 @@ def test_outlier_probability_of_new_points():
     assert np.all(p[:3] < 1e-3) and p[3] > 0.99
 
 
-def test_noise_model_is_invariant_to_units():
-    X, _ = _blobs_with_noise(0.1)
-    a = RobustKMeans(3, random_state=0).fit(X)
-    b = RobustKMeans(3, random_state=0).fit(1000.0 * X + 5.0)
-    assert a.n_outliers_ == b.n_outliers_
-    np.testing.assert_allclose(a.outlier_probability_, b.outlier_probability_, atol=1e-6)
-
-
 def test_explicit_lam_and_count_ignore_the_default_rule():
     X, _ = _blobs_with_noise(0.1)
     for params in ({"lam": 6.0}, {"n_outliers": 20}):
@@ -115,16 +116,6 @@ def test_refit_with_a_count_clears_the_noise_model():
     assert m.outlier_probability_ is not None
     m.set_params(n_outliers=5).fit(X)
     assert m.outlier_probability_ is None and m.n_outliers_ == 5
-
-
-def test_sparse_input_keeps_the_chi2_rule():
-    X, _ = _blobs_with_noise(0.1)
-    X = X - X.min(axis=0)
-    a = RobustKMeans(3, random_state=0).fit(sp.csr_matrix(X))
-    b = RobustKMeans(3, random_state=0, default_rule="chi2").fit(sp.csr_matrix(X))
-    assert a.outlier_probability_ is None
-    assert a.lambda_ == b.lambda_ and a.lambda_rule() == b.lambda_rule()
-    assert a.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
 
 
 def test_constant_features_are_left_out_of_the_volume():
@@ -156,20 +147,6 @@ def test_inlier_flag_rate_matches_sampling_the_fitted_model():
     assert measured >= 0.5 * rate
 
 
-def test_model_file_keeps_which_default_rule_was_used(tmp_path):
-    from robustclust._model_io import load_model, save_model
-
-    X, _ = _blobs_with_noise(0.1)
-    for rule, phrase in (("noise", "noise probability exceeds 0.5"),
-                         ("chi2", "flags about 0.1% of Gaussian inliers")):
-        m = RobustKMeans(3, random_state=0, default_rule=rule).fit(X)
-        path = tmp_path / f"{rule}.npz"
-        save_model(m, path)
-        back = load_model(path)
-        assert phrase in m.lambda_rule() and back.lambda_rule() == m.lambda_rule()
-        np.testing.assert_array_equal(back.predict(X), m.predict(X))
-
-
 def test_em_on_a_sample_of_large_data(monkeypatch):
     """Above MAX_EM_ROWS rows EM runs on a fixed random sample; the box and
     the probabilities are those of all rows."""
@@ -195,3 +172,347 @@ def test_a_dask_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_model():
     assert m.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
     with pytest.raises(ValueError, match="default_rule='noise'"):
         m.outlier_probability(X)
+
+
+# -- RobustGaussianMixture: the same rule -------------------------------------------------
+# (n_outliers_ equals the noise count in each case below: the count fit reaches it)
+
+def _loaded(loader):
+    return StandardScaler().fit_transform(loader().data)
+
+
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "tied", "full"])
+@pytest.mark.parametrize("loader, k", [(datasets.load_iris, 3), (datasets.load_wine, 3),
+                                       (datasets.load_breast_cancer, 2)],
+                         ids=["iris", "wine", "breast_cancer"])
+def test_mixture_default_flags_at_most_two_percent_of_standardised_real_data(
+        loader, k, covariance_type):
+    X = _loaded(loader)
+    m = RobustGaussianMixture(k, covariance_type=covariance_type, random_state=0).fit(X)
+    assert m.n_outliers_ <= 0.02 * len(X)  # measured: 0 in each case
+    assert m.outlier_probability_ is not None
+    assert m.lambda_rule() == NOISE_RULE
+    if covariance_type == "tied_spherical":
+        # the chi^2 rule flags 4 (iris), 8 (wine) and 66 (breast cancer)
+        old = RobustGaussianMixture(k, random_state=0, default_rule="chi2").fit(X)
+        assert old.n_outliers_ > max(m.n_outliers_, 0.02 * len(X))
+
+
+@pytest.mark.parametrize("covariance_type", [
+    "tied_spherical", pytest.param("tied", marks=pytest.mark.slow),
+    pytest.param("full", marks=pytest.mark.slow)])
+def test_mixture_default_flags_at_most_two_percent_of_standardised_digits(covariance_type):
+    X = _loaded(datasets.load_digits)
+    m = RobustGaussianMixture(10, covariance_type=covariance_type, random_state=0).fit(X)
+    assert m.n_outliers_ <= 0.02 * len(X)  # measured: 24 of 1,797
+    assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+    if covariance_type == "tied_spherical":  # the chi^2 rule: 163 (9.1%)
+        old = RobustGaussianMixture(10, random_state=0, default_rule="chi2").fit(X)
+        assert old.n_outliers_ > 0.05 * len(X)
+
+
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "tied"])
+@pytest.mark.parametrize("fraction", [0.1, 0.6])
+def test_mixture_default_finds_planted_uniform_noise(fraction, covariance_type):
+    X, planted = _blobs_with_noise(fraction)
+    m = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0).fit(X)
+    n_planted = planted.sum()
+    assert abs(m.n_outliers_ - n_planted) <= 0.2 * n_planted
+    precision = (m.outlier_mask_ & planted).sum() / m.n_outliers_
+    assert precision >= 0.9  # measured: 1.0 (10%); 0.977 and 0.993 (60%)
+    assert m.noise_proportion_ == pytest.approx(fraction, abs=0.05)
+    assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+    assert m.lambda_rule() == NOISE_RULE
+    if fraction == 0.6:  # the chi^2 rule flags none of the 450
+        old = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0,
+                                    default_rule="chi2").fit(X)
+        assert old.n_outliers_ < 0.2 * n_planted
+
+
+@pytest.mark.slow
+def test_mixture_default_count_with_per_component_full_covariances():
+    """The count is the noise model's whatever covariance_type; which points the
+    per-component fit flags at that count is its own rule (a broad component
+    takes part of the noise: precision 0.84 and 0.66, as with n_outliers given)."""
+    for fraction in (0.1, 0.6):
+        X, planted = _blobs_with_noise(fraction)
+        m = RobustGaussianMixture(3, covariance_type="full", random_state=0, n_init=3).fit(X)
+        assert abs(m.n_outliers_ - planted.sum()) <= 0.2 * planted.sum()
+        assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+
+
+def test_mixture_outlier_probability_calibrated_on_gaussian_inliers():
+    """Three 2-D Gaussian clusters of 10,000 plus 30% uniform noise: measured
+    0.0045 of the Gaussian points with probability > 0.5 against 0.0048 promised;
+    the mixture flags 0.0062 of them."""
+    rng = np.random.default_rng(0)
+    means = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])
+    G = np.vstack([m + rng.normal(size=(10000, 2)) for m in means])
+    lo, hi = G.min(axis=0), G.max(axis=0)
+    U = rng.uniform(lo - (hi - lo) / 2, hi + (hi - lo) / 2, size=(len(G) * 3 // 7, 2))
+    m = RobustGaussianMixture(3, random_state=0, n_init=3).fit(np.vstack([G, U]))
+    promise = m.inlier_flag_rate_
+    assert 1e-3 < promise < 1e-2
+    measured = np.mean(m.outlier_probability_[:len(G)] > 0.5)
+    assert promise / 2 <= measured <= 2 * promise
+    flagged = np.mean(m.outlier_mask_[:len(G)])
+    assert promise / 2 <= flagged <= 2 * promise
+    assert m.noise_proportion_ == pytest.approx(0.3, abs=0.01)
+
+
+def test_mixture_gaussian_clusters_without_noise_get_essentially_no_outliers():
+    rng = np.random.default_rng(1)
+    means = np.array([[0.0, 0.0, 0.0], [20.0, 0.0, 0.0], [0.0, 20.0, 0.0]])
+    X = np.vstack([m + 2.0 * rng.normal(size=(4000, 3)) for m in means])
+    m = RobustGaussianMixture(3, random_state=0, n_init=3).fit(X)
+    assert m.noise_proportion_ < 1e-3
+    assert m.inlier_flag_rate_ < 1e-4
+    assert m.n_outliers_ <= 2
+
+
+def test_mixture_noise_model_starts_from_the_mixtures_initial_means(monkeypatch):
+    import robustclust._estimators.base as base
+
+    seen = []
+
+    def recording(X, starts, sample_weight=None):
+        seen.append((X, starts))
+        return noise.default_count(X, starts, sample_weight)
+
+    monkeypatch.setattr(base, "default_count", recording)
+    X, _ = _blobs_with_noise(0.1)
+    start = X[[0, 100, 200]]
+    m = RobustGaussianMixture(3, means_init=start, n_init=1).fit(X)
+    (Xi, starts), = seen
+    assert len(starts) == 1
+    # internal units: centred (the data's mean), scale 1 for data of ordinary magnitude
+    np.testing.assert_allclose(starts[0], start - X.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(Xi, X - X.mean(axis=0), atol=1e-12)
+    assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+
+
+#: RobustGaussianMixture(k, covariance_type=..., n_init=3, random_state=0) with its
+#: default before default_rule existed (main 59d1914), on _blobs_with_noise(0.1) and
+#: standardised iris: lambda_, n_outliers_, objective_, the flagged rows, the sums of
+#: means_ and covariances_.
+MAIN_CHI2 = {
+    ("blobs", "tied_spherical"): (4.0331422236561565, 27, 2886.577725467809,
+                                  [300, 301, 303, 304, 305, 306, 307, 308, 309, 310, 312, 315,
+                                   316, 317, 318, 319, 320, 322, 323, 324, 325, 326, 328, 329,
+                                   330, 331, 332], -36.146664148084795, 6.603275603032355),
+    ("blobs", "tied"): (4.0331422236561565, 24, 2795.602217569606,
+                        [300, 301, 303, 304, 305, 306, 308, 309, 312, 315, 316, 317, 318, 319,
+                         320, 322, 323, 324, 325, 326, 329, 330, 331, 332],
+                        -35.037946064653205, 34.116754898777465),
+    ("blobs", "full"): (4.0331422236561565, 0, 2187.5996633784407, [], -26.509946381123704,
+                        382.0929633084944),
+    ("iris", "tied_spherical"): (4.297304614860712, 4, 570.8023884023676, [15, 41, 117, 131],
+                                 0.17206581122602155, 0.23402017285668902),
+    ("iris", "tied"): (4.297304614860712, 0, 366.69975247466425, [], -0.03069926855494509,
+                       2.347799859147491),
+    ("iris", "full"): (4.297304614860712, 0, 290.5310903601911, [], -0.2846188646862939,
+                       7.425121511579944),
+}
+
+
+@pytest.mark.parametrize("data, covariance_type", list(MAIN_CHI2))
+def test_mixture_chi2_rule_is_the_earlier_default(data, covariance_type):
+    X = _blobs_with_noise(0.1)[0] if data == "blobs" else _loaded(datasets.load_iris)
+    m = RobustGaussianMixture(3, covariance_type=covariance_type, n_init=3, random_state=0,
+                              default_rule="chi2").fit(X)
+    lam, count, objective, flagged, means_sum, cov_sum = MAIN_CHI2[data, covariance_type]
+    assert m.lambda_ == pytest.approx(lam, rel=1e-12)
+    assert m.n_outliers_ == count
+    np.testing.assert_array_equal(np.flatnonzero(m.outlier_mask_), flagged)
+    assert m.objective_ == pytest.approx(objective, rel=1e-9)
+    assert float(np.sum(m.means_)) == pytest.approx(means_sum, rel=1e-9, abs=1e-9)
+    assert float(np.sum(m.covariances_)) == pytest.approx(cov_sum, rel=1e-9)
+    assert m.outlier_probability_ is None and m.noise_proportion_ is None
+    assert m.lambda_rule() == CHI2_RULE
+
+
+def test_mixture_explicit_lam_and_count_ignore_the_default_rule():
+    X, _ = _blobs_with_noise(0.1)
+    for params in ({"lam": 3.0}, {"n_outliers": 20}):
+        a = RobustGaussianMixture(3, random_state=0, n_init=3, **params).fit(X)
+        b = RobustGaussianMixture(3, random_state=0, n_init=3, default_rule="chi2",
+                                  **params).fit(X)
+        np.testing.assert_array_equal(a.labels_, b.labels_)
+        assert a.lambda_ == b.lambda_ and a.objective_ == b.objective_
+        assert a.outlier_probability_ is None and a.noise_proportion_ is None
+        assert a.inlier_flag_rate_ is None
+        with pytest.raises(ValueError, match="default_rule='noise'"):
+            a.outlier_probability(X)
+
+
+def test_mixture_refit_with_a_count_clears_the_noise_model():
+    X, _ = _blobs_with_noise(0.1)
+    m = RobustGaussianMixture(3, random_state=0, n_init=3).fit(X)
+    assert m.outlier_probability_ is not None and m.noise_proportion_ > 0
+    m.set_params(n_outliers=5).fit(X)
+    assert m.outlier_probability_ is None and m.noise_proportion_ is None
+    assert m.n_outliers_ == 5 and m.lambda_rule() == "chosen to flag n_outliers points"
+
+
+def test_mixture_outlier_probability_of_new_points():
+    X, _ = _blobs_with_noise(0.1)
+    m = RobustGaussianMixture(3, random_state=0, n_init=3).fit(X)
+    np.testing.assert_allclose(m.outlier_probability(X), m.outlier_probability_, atol=1e-10)
+    far = X.max(axis=0) - 1e-3
+    p = m.outlier_probability(np.vstack([m.means_, far]))
+    assert np.all(p[:3] < 1e-3) and p[3] > 0.99
+    with pytest.raises(ValueError, match="dense X"):
+        m.outlier_probability(sp.csr_matrix(X))
+    with pytest.raises(ValueError, match="features"):
+        m.outlier_probability(X[:, :2])
+
+
+@pytest.mark.parametrize("cls", [RobustKMeans, RobustGaussianMixture])
+def test_noise_model_is_invariant_to_units_for_both_estimators(cls):
+    X, _ = _blobs_with_noise(0.1)
+    a = cls(3, random_state=0, n_init=3).fit(X)
+    b = cls(3, random_state=0, n_init=3).fit(1000.0 * X + 5.0)
+    assert a.n_outliers_ == b.n_outliers_
+    np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
+    np.testing.assert_allclose(a.outlier_probability_, b.outlier_probability_, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [RobustKMeans, RobustGaussianMixture])
+def test_sparse_input_and_many_features_keep_the_chi2_rule(cls):
+    X, _ = _blobs_with_noise(0.1)
+    X = X - X.min(axis=0)
+    a = cls(3, random_state=0, n_init=2).fit(sp.csr_matrix(X))
+    b = cls(3, random_state=0, n_init=2, default_rule="chi2").fit(sp.csr_matrix(X))
+    assert a.outlier_probability_ is None and a.noise_proportion_ is None
+    assert a.lambda_ == b.lambda_ and a.lambda_rule() == b.lambda_rule() == CHI2_RULE
+    # more than MAX_FEATURES features: the chi2 rule (full covariances cost too much)
+    rng = np.random.default_rng(3)
+    wide = np.vstack([c + rng.normal(size=(100, noise.MAX_FEATURES + 1))
+                      for c in (0.0, 10.0, 20.0)])
+    a = cls(3, random_state=0, n_init=1).fit(wide)
+    b = cls(3, random_state=0, n_init=1, default_rule="chi2").fit(wide)
+    assert a.outlier_probability_ is None and a.lambda_rule() == CHI2_RULE
+    assert a.lambda_ == b.lambda_
+    np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
+
+
+def test_mixture_constant_features_are_left_out_of_the_volume():
+    X, _ = _blobs_with_noise(0.1)
+    Xc = np.column_stack([X, np.full(len(X), 7.0)])
+    a = RobustGaussianMixture(3, random_state=0, n_init=3).fit(X)
+    b = RobustGaussianMixture(3, random_state=0, n_init=3).fit(Xc)
+    assert a.n_outliers_ == b.n_outliers_
+    np.testing.assert_allclose(a.outlier_probability_, b.outlier_probability_, atol=1e-8)
+
+
+def test_bad_default_rule_is_refused_with_a_clear_error():
+    X, _ = _blobs_with_noise(0.1)
+    for cls in (RobustKMeans, RobustGaussianMixture):
+        with pytest.raises(ValueError, match=f"'default_rule' parameter of {cls.__name__} "
+                                             "must be a str among .*Got 'mclust' instead"):
+            cls(3, default_rule="mclust").fit(X)
+
+
+@pytest.mark.parametrize("cls", [RobustKMeans, RobustGaussianMixture])
+def test_model_file_keeps_which_default_rule_was_used_for_both_estimators(tmp_path, cls):
+    from robustclust._model_io import load_model, save_model
+
+    X, _ = _blobs_with_noise(0.1)
+    for rule, description in (("noise", NOISE_RULE), ("chi2", CHI2_RULE)):
+        m = cls(3, random_state=0, n_init=3, default_rule=rule).fit(X)
+        path = tmp_path / f"{cls.__name__}-{rule}.npz"
+        save_model(m, path)
+        back = load_model(path)
+        assert m.lambda_rule() == description and back.lambda_rule() == description
+        assert back.get_params()["default_rule"] == rule
+        # saved when set (the noise rule), absent otherwise
+        assert getattr(back, "noise_proportion_", None) == m.noise_proportion_
+        assert getattr(back, "inlier_flag_rate_", None) == m.inlier_flag_rate_
+        assert (m.noise_proportion_ is None) == (rule == "chi2")
+        np.testing.assert_array_equal(back.predict(X), m.predict(X))
+        # the noise model itself is not in the file: the message says so
+        match = "model files do not keep" if rule == "noise" else "default_rule='noise'"
+        with pytest.raises(ValueError, match=match):
+            back.outlier_probability(X)
+
+
+def test_model_file_of_an_earlier_mixture_reads_as_the_chi2_rule(tmp_path):
+    """A file written before default_rule existed (no such parameter, no noise
+    attributes) loads with the chi2 description, as its fit used."""
+    from robustclust._model_io import load_model, save_model
+
+    X, _ = _blobs_with_noise(0.1)
+    m = RobustGaussianMixture(3, random_state=0, n_init=2, default_rule="chi2").fit(X)
+    path = tmp_path / "m.npz"
+    save_model(m, path)
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = json.loads(str(arrays["__robustclust_model__"]))
+    del meta["estimator"]["params"]["default_rule"]
+    assert not any("noise" in k for k in meta["estimator"]["attributes"])
+    arrays["__robustclust_model__"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+    back = load_model(path)
+    assert back.default_rule == "noise"  # the class default; the fit's rule was chi2
+    assert back.lambda_rule() == CHI2_RULE
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+
+
+@pytest.mark.parametrize("method, estimator", [("kmeans", "RobustKMeans"),
+                                               ("gmm", "RobustGaussianMixture")])
+def test_command_line_reports_the_noise_default(tmp_path, method, estimator):
+    import pandas as pd
+
+    from robustclust._model_io import load_model
+    from robustclust.cli import main
+
+    X, planted = _blobs_with_noise(0.1)
+    pd.DataFrame(X, columns=["a", "b", "c"]).to_csv(tmp_path / "d.csv", index=False)
+    args = ["fit", str(tmp_path / "d.csv"), "-k", "3", "--method", method, "--n-init", "3",
+            "--save-model", str(tmp_path / "m.npz"), "--json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(args) == 0
+    summary = json.loads(out.getvalue())
+    assert summary["estimator"] == estimator
+    assert summary["lambda_rule"] == NOISE_RULE
+    assert abs(summary["n_outliers"] - planted.sum()) <= 0.2 * planted.sum()
+    model = load_model(tmp_path / "m.npz")
+    assert model.lambda_rule() == NOISE_RULE
+    assert summary["n_outliers"] == model.n_outliers_
+
+
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "tied"])
+def test_a_dask_mixture_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_model(
+        covariance_type):
+    da = pytest.importorskip("dask.array")
+    X, _ = _blobs_with_noise(0.1)
+    kw = dict(covariance_type=covariance_type, init=X[[0, 100, 200]], n_init=1)
+    m = RobustGaussianMixture(3, **kw).fit(X)
+    assert m.noise_proportion_ is not None and m.lambda_rule() == NOISE_RULE
+    m.fit(da.from_array(X, chunks=100))
+    assert m.outlier_probability_ is None and m.noise_proportion_ is None
+    assert m.inlier_flag_rate_ is None
+    assert m.lambda_rule() == CHI2_RULE
+    with pytest.raises(ValueError, match="default_rule='noise'"):
+        m.outlier_probability(X)
+    ref = RobustGaussianMixture(3, default_rule="chi2", **kw).fit(X)
+    assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+
+
+def test_the_kernel_mixture_keeps_its_own_default():
+    """KernelRobustGaussianMixture has no default_rule: its Nystroem fit runs a
+    RobustGaussianMixture with the chi2 rule (its documented default)."""
+    from robustclust import KernelRobustGaussianMixture
+
+    X, _ = _blobs_with_noise(0.1)
+    assert "default_rule" not in KernelRobustGaussianMixture().get_params()
+    m = KernelRobustGaussianMixture(3, kernel="rbf", gamma=0.05, approximation="nystroem",
+                                    n_landmarks=40, n_init=2, random_state=0).fit(X)
+    assert m.approximate_model_.default_rule == "chi2"
+    assert m.approximate_model_.noise_proportion_ is None
+    ref = RobustGaussianMixture(3, init="robust-kmeans", n_init=2, random_state=0,
+                                default_rule="chi2").fit(m.nystroem_.transform(X))
+    assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
+    np.testing.assert_array_equal(m.outlier_mask_, ref.outlier_mask_)

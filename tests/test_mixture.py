@@ -177,7 +177,8 @@ def test_default_lambda_and_attributes():
     rng = np.random.default_rng(0)
     means = np.array([[0.0, 0, 0], [12, 0, 0], [0, 12, 0]])
     X = np.vstack([m + rng.normal(size=(2000, 3)) for m in means])
-    m = RobustGaussianMixture(3, random_state=0, n_init=2).fit(X)
+    # the chi^2 rule (the default is the noise count: tests/test_default_count.py)
+    m = RobustGaussianMixture(3, random_state=0, n_init=2, default_rule="chi2").fit(X)
     assert m.lambda_ == pytest.approx(math.sqrt(16.266), rel=1e-3)   # chi2_3 0.999 quantile
     assert m.n_outliers_ / len(X) < 0.004
     assert m.memberships_.shape == (len(X), 3)

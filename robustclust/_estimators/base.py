@@ -33,6 +33,12 @@ Hooks for other code (all public, documented on the methods):
 ``build_problem`` (the regularization path), ``fitted_state`` /
 ``from_fitted_state`` (model files), ``lambda_rule`` (the command line's
 summary).
+
+The default outlier count of the linear estimators (``default_rule="noise"``
+of :class:`~robustclust.RobustKMeans` and
+:class:`~robustclust.RobustGaussianMixture`) is :class:`NoiseDefaultMixin`:
+the noise model of :mod:`robustclust._core.noise`, its attributes, its
+fallbacks and ``outlier_probability``, written once for both.
 """
 
 import math
@@ -48,6 +54,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core._dense import centre_with_extent
 from .._core.backend import asarray, colsum, namespace, to_numpy
+from .._core.noise import MAX_FEATURES, default_count
 from .._core.refine import refine_fit
 from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
@@ -344,11 +351,14 @@ class RobustEstimator(BaseEstimator):
         return problem
 
     def _fit(self, X, sample_weight=None):
+        # attributes of an earlier default count that this fit does not set
+        self._forget_default_count(existing_only=True)
         if is_dask(X):  # per-block passes over a Dask cluster (dask_fit)
             from .dask_fit import fit_dask
 
             return fit_dask(self, X, sample_weight)
         problem = self.build_problem(X, sample_weight)
+        self._forget_default_count()
         solver = problem.solver
         counted = problem.target is None and problem.lam is None
         if counted:
@@ -399,6 +409,10 @@ class RobustEstimator(BaseEstimator):
         """The outlier count a fit with neither lam nor n_outliers uses (None:
         the default lambda of ``solver.default_lambda``); subclasses override."""
         return None
+
+    def _forget_default_count(self, existing_only=False):
+        """Reset what ``_default_count`` sets (``existing_only``: the attributes an
+        earlier fit set; else all of them, once X is validated); subclasses override."""
 
     # -- exact trimmed refinement ------------------------------------------------------
     def _refine_unsupported(self, problem):
@@ -625,6 +639,102 @@ class RobustEstimator(BaseEstimator):
 
     def _check_fitted_values(self):
         """Class-specific checks of a fitted state read back (ValueError)."""
+
+
+class NoiseDefaultMixin:
+    """The ``default_rule`` of the linear estimators: the noise-component count.
+
+    With ``default_rule="noise"`` and neither ``lam`` nor ``n_outliers``, a fit
+    asks :func:`robustclust._core.noise.default_count` for the number of
+    outliers (EM for Gaussian clusters plus uniform noise, started from the
+    first initialisations' centres, :meth:`_noise_starts`) and is then fitted
+    with that count (``RobustEstimator._fit``).  It sets
+    ``outlier_probability_``, ``noise_proportion_`` and ``inlier_flag_rate_``
+    (None after a fit with ``lam``, ``n_outliers``, the ``"chi2"`` rule, sparse
+    input, more than ``MAX_FEATURES`` features, or Dask input: those keep the
+    chi^2 default lambda of ``solver.default_lambda``), and offers
+    :meth:`outlier_probability` for new points.  Put it before
+    :class:`RobustEstimator` in the bases (it implements the hooks
+    ``_default_count`` and ``_forget_default_count`` of ``RobustEstimator._fit``);
+    the class declares ``default_rule``.
+    """
+
+    _chi2_description = "flags about 0.1% of Gaussian inliers"
+    _noise_description = ("chosen to flag the points whose noise probability exceeds 0.5 "
+                          "(Gaussian clusters plus uniform noise)")
+    #: Saved in model files when set; ``noise_proportion_`` also says which rule was used.
+    _noise_state_names = ("noise_proportion_", "inlier_flag_rate_")
+    _noise_attributes = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
+
+    @property
+    def _default_lambda_description(self):
+        if getattr(self, "noise_proportion_", None) is not None:
+            return self._noise_description
+        return self._chi2_description
+
+    def _forget_default_count(self, existing_only=False):
+        """No noise model: the attributes None (``existing_only``: those already
+        set, so that a Dask fit, which uses the chi2 rule, leaves no noise model
+        of an earlier fit behind, and an unfitted estimator gains no attribute
+        before its input is validated)."""
+        self._noise_model = None
+        for name in self._noise_attributes:
+            if not existing_only or hasattr(self, name):
+                setattr(self, name, None)
+
+    def _noise_starts(self, problem):
+        """The initial centres of the fit's starts, in internal units (EM starts
+        from the first ``MAX_STARTS`` of them); subclasses whose initialisations
+        are not plain centre arrays override it."""
+        return problem.inits
+
+    def _default_count(self, problem):
+        """The noise-component count (``default_rule="noise"``), or None (chi2)."""
+        g = problem.solver.geometry
+        if self.default_rule != "noise" or g.sparse or g.dim > MAX_FEATURES:
+            return None
+        X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
+        w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
+        starts = [np.asarray(to_numpy(c, g.xp), dtype=np.float64)
+                  for c in self._noise_starts(problem)]
+        s, prob, model = default_count(X, starts, w)
+        if model is None:  # every feature constant: the chi2 rule
+            return None
+        self._noise_model = model
+        self.outlier_probability_ = prob.astype(problem.dtype, copy=False)
+        self.noise_proportion_ = float(model.noise)
+        self.inlier_flag_rate_ = float(model.inlier_flag_rate())
+        return s
+
+    def outlier_probability(self, X):
+        """Noise probability of new points under the fitted noise model.
+
+        Only after a fit with the ``"noise"`` default (see
+        ``outlier_probability_``); the model's clusters, weights and noise
+        density are those of the fit.  Not saved in model files.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        probability : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        model = getattr(self, "_noise_model", None)
+        if model is None and getattr(self, "noise_proportion_", None) is not None:
+            raise ValueError("outlier_probability needs the noise model of the fit, which "
+                             "model files do not keep: fit the estimator again.")
+        if model is None:
+            raise ValueError("outlier_probability needs a fit with default_rule='noise' and "
+                             "neither lam nor n_outliers (dense data, at most "
+                             f"{MAX_FEATURES} features).")
+        X, _ = self._validate_input(X, None, reset=False)
+        if sp.issparse(X):
+            raise ValueError("outlier_probability takes dense X.")
+        Xi, _, _ = internal_units(X, self._offset, self._scale)
+        return self._output(model.noise_probability(to_numpy(Xi)), X)
 
 
 def state_from(centers, weights=None, covariance=None):

@@ -643,7 +643,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     _parameter_constraints: dict = {
         **{name: rule for name, rule in RobustGaussianMixture._parameter_constraints.items()
            if name not in ("covariance_type", "eigenvalue_ratio", "weights_init",
-                           "means_init", "precisions_init")},
+                           "means_init", "precisions_init", "default_rule")},
         **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"robust", "robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
@@ -730,8 +730,8 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         return RobustGaussianMixture(
             self.n_components, lam=self.lam, n_outliers=self.n_outliers,
             covariance_type="tied_spherical", weighted=self.weighted, eps=self.eps, init=init,
-            n_init=self.n_init, max_iter=self.max_iter, tol=self.tol, reg_covar=self.reg_covar,
-            random_state=self.random_state, verbose=self.verbose)
+            n_init=self.n_init, default_rule="chi2", max_iter=self.max_iter, tol=self.tol,
+            reg_covar=self.reg_covar, random_state=self.random_state, verbose=self.verbose)
 
     def _store_model(self, problem, state):
         self._store_kernel_state(problem, state)

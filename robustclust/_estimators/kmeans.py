@@ -22,16 +22,15 @@ from .._core._dense import outlier_csr
 from .._core.backend import asarray, namespace, to_numpy
 from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
-from .._core.noise import MAX_FEATURES, default_count
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
 from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
-from .base import RobustEstimator, internal_units, state_from
+from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask, score_dask
 
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
-                   RobustEstimator):
+                   NoiseDefaultMixin, RobustEstimator):
     """Robust K-means with outlier-sparsity regularization.
 
     Clusters the data and flags its outliers in one pass by minimizing
@@ -369,17 +368,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.random_state = random_state
         self.verbose = verbose
 
-    _chi2_description = "flags about 0.1% of Gaussian inliers"
-
-    @property
-    def _default_lambda_description(self):
-        if getattr(self, "noise_proportion_", None) is not None:
-            return ("chosen to flag the points whose noise probability exceeds 0.5 "
-                    "(Gaussian clusters plus uniform noise)")
-        return self._chi2_description
-    # noise_proportion_ (set by the noise default) also says which default rule was used
-    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "noise_proportion_",
-                             "inlier_flag_rate_")
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_",
+                             *NoiseDefaultMixin._noise_state_names)
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
@@ -421,25 +411,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def _make_model(self, geometry):
         return KMeansModel(self.n_clusters, self.q)
-
-    def _default_count(self, problem):
-        """The noise-component count (``default_rule="noise"``), or None."""
-        self.outlier_probability_ = self.noise_proportion_ = self.inlier_flag_rate_ = None
-        self._noise_model = None
-        g = problem.solver.geometry
-        if self.default_rule != "noise" or g.sparse or g.dim > MAX_FEATURES:
-            return None
-        X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
-        w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
-        starts = [np.asarray(to_numpy(c, g.xp), dtype=np.float64) for c in problem.inits]
-        s, prob, model = default_count(X, starts, w)
-        if model is None:
-            return None
-        self._noise_model = model
-        self.outlier_probability_ = prob.astype(problem.dtype, copy=False)
-        self.noise_proportion_ = float(model.noise)
-        self.inlier_flag_rate_ = float(model.inlier_flag_rate())
-        return s
 
     def _refine_unsupported(self, problem):
         if self.q != 1:
@@ -483,9 +454,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
                                          check_random_state(self.random_state), n_outliers)
 
     def _store_model(self, problem, state):
-        if self.lam is not None or self.n_outliers is not None:
-            self.outlier_probability_ = self.noise_proportion_ = self.inlier_flag_rate_ = None
-            self._noise_model = None
         solver = problem.solver
         g = solver.geometry
         dtype = problem.dtype
@@ -532,41 +500,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         self : RobustKMeans
         """
-        # a Dask fit (the chi2 rule) leaves no noise model of an earlier fit behind
-        self._noise_model = None
-        for name in ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_"):
-            if hasattr(self, name):
-                setattr(self, name, None)
         return self._fit(X, sample_weight)
 
     # -- new points ------------------------------------------------------------------------
-
-    def outlier_probability(self, X):
-        """Noise probability of new points under the fitted noise model.
-
-        Only after a fit with the ``"noise"`` default (see
-        ``outlier_probability_``); the model's clusters, weights and noise
-        density are those of the fit.  Not saved in model files.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        probability : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        model = getattr(self, "_noise_model", None)
-        if model is None:
-            raise ValueError("outlier_probability needs a fit with default_rule='noise' and "
-                             "neither lam nor n_outliers (dense data, at most "
-                             f"{MAX_FEATURES} features).")
-        X, _ = self._validate_input(X, None, reset=False)
-        if sp.issparse(X):
-            raise ValueError("outlier_probability takes dense X.")
-        Xi, _, _ = internal_units(X, self._offset, self._scale)
-        return self._output(model.noise_probability(to_numpy(Xi)), X)
 
     def outlier_norms(self, X):
         """Outlier score ||o||_2 that new points would receive (0 for inliers).

@@ -251,7 +251,9 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     INPUT is a CSV or TSV file with a header line, a Parquet file, a 2-D
     .npy array, or a graph (.gml, or an edge list .edges/.txt), whose
     nodes are clustered with the normalized adjacency kernel. Without -s
-    or --lam, lambda is set from the data so that about 0.1% of Gaussian
+    or --lam, the methods kmeans, soft and gmm flag the points that a model
+    of Gaussian clusters plus uniform noise gives a noise probability above
+    0.5; kernels and datasets set lambda so that about 0.1% of Gaussian
     inliers would be flagged.
 
     INPUT may also be a dataset, read lazily and fitted with Dask: a quoted

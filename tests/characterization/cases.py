@@ -81,8 +81,9 @@ def new_points(X):
 
 # The recording ran with the k-means++ start as the default (the mixtures: a
 # RobustKMeans fit from it, "robust-kmeans"); the cases that leave init out pin it.
-# It also ran with the chi^2 default lambda of RobustKMeans (the default is now the
-# noise-component count): the cases pin default_rule="chi2" as well.
+# It also ran with the chi^2 default lambda of RobustKMeans and RobustGaussianMixture
+# (the default is now the noise-component count): the cases pin default_rule="chi2"
+# as well (the mixture's only where it has the parameter: older versions lack it).
 
 
 def RKM(*args, init="k-means++", default_rule="chi2", **kwargs):
@@ -98,6 +99,8 @@ def RPC(*args, init="robust-kmeans", covariance_type="spherical", **kwargs):
     """RPC with one covariance common to all components (every version's meaning)."""
     if RobustGaussianMixture().covariance_type.startswith("tied"):  # the new names
         covariance_type = _COMMON[covariance_type]
+    if "default_rule" in RobustGaussianMixture().get_params():
+        kwargs.setdefault("default_rule", "chi2")
     return RobustGaussianMixture(*args, init=init, covariance_type=covariance_type, **kwargs)
 
 
