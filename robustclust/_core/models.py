@@ -58,7 +58,7 @@ from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
-from . import _soft
+from . import _estep, _soft
 
 _LOG_2PI = math.log(2 * math.pi)
 #: Added to the component sizes: keeps empty components' weights positive.
@@ -413,15 +413,26 @@ class MixtureModel(MixtureBase):
         ``D`` holds the Mahalanobis squared distances ||x_n - o_n - m_c||^2,
         ``sizes`` the outliers' ||o_n||_{Sigma^-1}.
         """
+        return self._e_step(solver, D, weights, cov, sizes, lam, penalty)[:3]
+
+    def _e_step(self, solver, D, weights, cov, sizes, lam, penalty):
+        """:meth:`e_step`, plus the labels (argmax of the posteriors) when the
+        compiled E-step computed them (else None)."""
         xp = solver.xp
-        log_w = xp.log(asarray(weights, xp, like=D))
-        log_prob = log_w[None, :] - 0.5 * (self.dim * _LOG_2PI + cov.log_det + D)
-        log_norm = logsumexp(log_prob, xp)
-        resp = xp.exp(log_prob - log_norm[:, None])
+        labels = None
+        if _compiled(solver, D) and np.ndim(cov.log_det) == 0:
+            log_w = np.log(np.asarray(weights, dtype=np.float64))
+            resp, log_norm, labels = _estep.e_step(D, log_w,
+                                                   self.dim * _LOG_2PI + float(cov.log_det))
+        else:
+            log_w = xp.log(asarray(weights, xp, like=D))
+            log_prob = log_w[None, :] - 0.5 * (self.dim * _LOG_2PI + cov.log_det + D)
+            log_norm = logsumexp(log_prob, xp)
+            resp = xp.exp(log_prob - log_norm[:, None])
         cost = -float(xp.sum(log_norm))
         if sizes is not None and sizes.shape[0]:
             cost += lam * float(xp.sum(penalty.value_of_norms(sizes, xp)))
-        return resp, log_norm, cost
+        return resp, log_norm, cost, labels
 
     def distances(self, solver, products, outliers, centers):
         """||x_n - o_n - m_c||^2 in the products' metric, (N, C)."""
@@ -497,10 +508,12 @@ class MixtureModel(MixtureBase):
         xp = solver.xp
         if outliers.count:
             outliers = self.with_metric_sizes(solver, products, outliers, cov)
-        resp, log_norm, cost = self.e_step(solver, D, weights, cov,
-                                           outliers.sizes if outliers.count else None,
-                                           lam, penalty)
-        return State(centers, products, xp.argmax(resp, axis=1), resp, outliers, -log_norm,
+        resp, log_norm, cost, labels = self._e_step(solver, D, weights, cov,
+                                                    outliers.sizes if outliers.count else None,
+                                                    lam, penalty)
+        if labels is None:
+            labels = xp.argmax(resp, axis=1)
+        return State(centers, products, labels, resp, outliers, -log_norm,
                      cost, weights=weights, covariance=cov)
 
     def with_metric_sizes(self, solver, products, outliers, cov):

@@ -360,6 +360,20 @@ def _solver_from(solver, init, state):
     return lambda lam, hi, tol: solver.run(state if hi is None else hi[1], lam, tol=tol)
 
 
+def _same_init(a, b):
+    """Whether two initialisations are identical (arrays, or tuples of arrays/None)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(_same_init(x, y) for x, y in zip(a, b)))
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        a, b = np.asarray(a), np.asarray(b)
+    except Exception:  # an array of another namespace: not compared
+        return False
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+
+
 def select_by_count(solver, inits, s, weighted):
     """lam and solution flagging exactly ``s`` points (or as close as possible).
 
@@ -383,7 +397,12 @@ def select_by_count(solver, inits, s, weighted):
         state = solver.run(km, lam, weighted=True) if weighted else km
         return lam, state, lam
     screens = [screen] if solver.model.cold_count_search else [screen, screen_kmeans]
-    screened = sorted((how(solver, init, s) + (i,) for i, init in enumerate(inits)
+    # a start equal to an earlier one (the mixture's robust K-means starts
+    # often reach the same centres) would screen to the same result, which
+    # the de-duplication below drops: it is not screened again
+    unique = [i for i, init in enumerate(inits)
+              if not any(_same_init(init, inits[j]) for j in range(i))]
+    screened = sorted((how(solver, inits[i], s) + (i,) for i in unique
                        for how in screens), key=lambda item: (item[0], item[3]))
     # starts that reached the same K-means fixed point are searched once
     distinct = [item for k, item in enumerate(screened)

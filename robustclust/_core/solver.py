@@ -193,7 +193,9 @@ class Solver:
         if _fused.eligible(self, penalty):
             stepper = _fused.FusedStepper(self, lam, penalty, tol)
         else:
-            stepper = _Stepper(self, lam, penalty)
+            # a model stopping on its objective never reads the shifts
+            stepper = _Stepper(self, lam, penalty,
+                               shifts=not self.model.stops_on_objective)
         on_objective = self.model.stops_on_objective
         if on_objective:
             gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
@@ -305,15 +307,21 @@ class Solver:
 class _Stepper:
     """One iteration of the model in the array namespace, and how far it moved."""
 
-    def __init__(self, solver, lam, penalty):
+    def __init__(self, solver, lam, penalty, shifts=True):
         self.solver = solver
         self.lam = lam
         self.penalty = penalty
+        self.shifts = shifts
 
     def step(self, state):
+        """The next state and (centre shift, centre norm, outlier shift, outlier
+        norm), the four None when ``shifts`` is off (the stopping rule on the
+        objective does not read them)."""
         solver = self.solver
         g = solver.geometry
         new = solver.model.iterate(solver, state, self.lam, self.penalty)
+        if not self.shifts:
+            return new, (None, None, None, None)
         c_shift = g.centre_shift(state.centers, new.centers, state.products, new.products)
         c_norm = g.centre_norm(new.centers, new.products)
         o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
