@@ -458,15 +458,18 @@ def test_soft_weighted_method_and_warnings(tmp_path):
     pd.DataFrame(X, columns=["u", "v"]).to_csv(tmp_path / "dup.csv", index=False)
     proc = run(["fit", "dup.csv", "-k", "2", "-s", "2", "--json", "--unrefined"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    # the paper's estimator: the three copies of (5, 40) form a cluster of their
-    # own, no lambda flags exactly 2 points; every lambda above twice the largest
-    # distance to a centre (the critical value of eq. (13)) flags none
+    # the paper's estimator: no lambda flags exactly 2 points, since the three
+    # copies of (5, 40) are flagged together or not at all; the count search
+    # returns the closest count it reaches, 3 (the copies; 0 with an earlier
+    # screening of the starts, one further from 2), and says so
     with pytest.warns(OutlierCountWarning):
         model = RobustKMeans(2, n_outliers=2, refine=False, random_state=0).fit(X)
-    assert model.n_outliers_ == 0
-    assert model.lambda_ >= 2 * model.transform(X).min(axis=1).max()
+    assert model.n_outliers_ == 3
+    np.testing.assert_array_equal(model.outlier_indices_, [40, 41, 42])
+    # the copies are flagged: lambda below twice their distance to the nearest centre
+    assert model.lambda_ < 2 * model.transform(X[40:41]).min()
     warning = ("n_outliers=2 was asked for but no lambda on the path flags exactly that "
-               f"many points; 0 are flagged (lambda_={model.lambda_:.6g}).")
+               f"many points; 3 are flagged (lambda_={model.lambda_:.6g}).")
     assert proc.stderr == f"robustclust fit: warning: {warning}\n"
     assert json.loads(proc.stdout)["warnings"] == [warning]
     # the default (trimmed refinement of eq. (3)) flags exactly 2, without a warning
