@@ -245,10 +245,7 @@ class CountSearch:
             new = self.evaluate(lam, hi)
             if self._seen(lam, new):
                 return lam, new
-            if new.n_outliers < self.s:
-                hi = (lam, new) if hi is None or lam < hi[0] else hi
-            else:
-                lo = (lam, new) if lo is None or lam > lo[0] else lo
+            hi, lo = self._bracket(hi, lo, lam, new)
             if hi is not None and lo is not None and round_ >= self.max_rounds // 2:
                 break
             lam = self._read(new)
@@ -269,10 +266,7 @@ class CountSearch:
                 new = self.evaluate(lam, hi)
                 if self._seen(lam, new):
                     return lam, new
-                if new.n_outliers < self.s:
-                    hi = (lam, new) if hi is None or lam < hi[0] else hi
-                else:
-                    lo = (lam, new) if lo is None or lam > lo[0] else lo
+                hi, lo = self._bracket(hi, lo, lam, new)
                 lam = self._read(new)
                 if lam is not None and not ((hi is None or lam < hi[0])
                                             and (lo is None or lam > lo[0])):
@@ -280,6 +274,13 @@ class CountSearch:
             return self.best
         finally:
             self.max_rounds = max_rounds
+
+    def _bracket(self, hi, lo, lam, new):
+        """(hi, lo) narrowed by an evaluation: hi the smallest lam flagging fewer
+        than s, lo the largest flagging more."""
+        if new.n_outliers < self.s:
+            return ((lam, new) if hi is None or lam < hi[0] else hi), lo
+        return hi, ((lam, new) if lo is None or lam > lo[0] else lo)
 
     def _between(self, hi, lo):
         """A lam strictly inside the bracket (either side may be open)."""
