@@ -284,7 +284,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     iris, wine, breast cancer (0 flagged each) and digits (24 of 1,797),
     where the chi^2 rule flags 2.7%, 4.5%, 11.6% and 9.1%; 300 blob points
     plus 33 (10%) and 450 (60%) uniform points: 32 (all planted) and 444
-    (97.7% planted) flagged, where the chi^2 rule flags 27 and 0.  The
+    (99.3% planted) flagged, where the chi^2 rule flags 27 and 0.  The
     per-component ``"full"`` type gets the same counts but flags some blob
     points instead of noise (precision 0.84 and 0.66): a broad component
     takes over part of the noise, as it does with ``n_outliers`` set to the
