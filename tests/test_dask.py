@@ -21,6 +21,7 @@ distributed = pytest.importorskip("distributed")
 from robustclust import KernelRobustKMeans, RobustGaussianMixture, RobustKMeans  # noqa: E402
 from robustclust import _progress  # noqa: E402
 from robustclust._core import dask_backend  # noqa: E402
+from synthetic_data import separated_blobs  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -563,19 +564,9 @@ def test_mixture_initial_parameters_and_ratio_bound_as_in_memory(client, covaria
 
 
 # -- k-means|| ----------------------------------------------------------------------------------
-def _separated_blobs(seed, k=N_CLUSTERS, n_per=1500, p=3, n_far=60):
-    """k unit-variance clusters 20 apart and ``n_far`` points 60-120 away; labels (-1 far)."""
-    rng = np.random.default_rng(seed)
-    means = np.zeros((k, p))
-    means[:, 0] = 20.0 * np.arange(k)
-    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + 100.0
-    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
-    direction = rng.normal(size=(n_far, p))
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
-    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
-    order = rng.permutation(len(y))
-    return np.vstack([X, far])[order], y[order]
+def _separated_blobs(seed):
+    """N_CLUSTERS clusters of 1,500 points 20 apart and 60 points 60-120 away."""
+    return separated_blobs(seed, k=N_CLUSTERS, n_per=1500, n_far=60, offset=100.0)
 
 
 @pytest.mark.parametrize("estimator", [RobustKMeans, RobustGaussianMixture])

@@ -336,21 +336,7 @@ import math  # noqa: E402
 
 from robustclust._core import starts as _starts  # noqa: E402
 from robustclust._core.refine import trim_mask  # noqa: E402
-
-
-def separated_blobs(seed, k=4, n_per=500, p=3, n_far=40):
-    """k unit-variance clusters 20 apart and ``n_far`` points 60-120 away; labels (-1 far)."""
-    rng = np.random.default_rng(seed)
-    means = np.zeros((k, p))
-    means[:, 0] = 20.0 * np.arange(k)
-    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + 5.0
-    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
-    direction = rng.normal(size=(n_far, p))
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
-    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
-    order = rng.permutation(len(y))
-    return np.vstack([X, far])[order], y[order]
+from synthetic_data import separated_blobs  # noqa: E402
 
 
 def numpy_blocks(X, w, bounds):

@@ -93,7 +93,6 @@ import numpy as np
 
 from .backend import (
     asarray,
-    colsum,
     device,
     flatnonzero,
     logsumexp,
@@ -401,15 +400,8 @@ class ComponentMixtureModel(MixtureBase):
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One EM iteration: pi and means, O-step (previous Sigma_c), Sigma-step, E-step."""
-        xp = solver.xp
-        g = solver.geometry
         resp = state.memberships
-        nk = colsum(resp, xp) + _TINY
-        weights = nk / xp.sum(nk)
-        sums = g.point_sums(resp)
-        if state.n_outliers:
-            sums = sums - g.outlier_sums(resp, state.outliers, state.centers)
-        centers = sums / nk[:, None]
+        nk, weights, centers = self.mixing_step(solver, state)
         outliers = self.outlier_step(solver, centers, state.covariance, resp, state.outliers,
                                      lam, penalty)
         covs = self.covariance_step(solver, lam, penalty, resp, nk, centers, outliers)

@@ -397,6 +397,21 @@ class MixtureBase:
         self.eigenvalue_ratio = eigenvalue_ratio
         self.hard = False
 
+    def mean_sums(self, solver, state):
+        """sum_n gamma_nc (x_n - o_n), (C, p): what the means of eq. (23) divide."""
+        resp = state.memberships
+        sums = solver.geometry.point_sums(resp)
+        if state.n_outliers:
+            sums = sums - solver.geometry.outlier_sums(resp, state.outliers, state.centers)
+        return sums
+
+    def mixing_step(self, solver, state):
+        """(sum_n gamma_nc, pi, means): eqs. (22)-(23) from the state's posteriors
+        and outliers (the counts floored at a tiny value)."""
+        xp = solver.xp
+        nk = colsum(state.memberships, xp) + _TINY
+        return nk, nk / xp.sum(nk), self.mean_sums(solver, state) / nk[:, None]
+
 
 class MixtureModel(MixtureBase):
     """Robust probabilistic clustering (RPC): Algorithm 2 (linear) and 4 (kernel).
@@ -471,15 +486,9 @@ class MixtureModel(MixtureBase):
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One EM iteration (Algorithm 2 / 4)."""
-        xp = solver.xp
         geometry = solver.geometry
         resp = state.memberships
-        nk = colsum(resp, xp) + _TINY
-        weights = nk / xp.sum(nk)
-        sums = geometry.point_sums(resp)
-        if state.n_outliers:
-            sums = sums - geometry.outlier_sums(resp, state.outliers, state.centers)
-        centers = sums / nk[:, None]
+        nk, weights, centers = self.mixing_step(solver, state)
         cov_old = state.covariance
         products = geometry.products(centers, cov_old.metric)
         outliers = self.outlier_step(solver, products, cov_old, resp, state.outliers, lam,
@@ -644,11 +653,7 @@ class MixtureModel(MixtureBase):
 
     def mean_statistics(self, solver, state):
         """(sum_n gamma_nc, sum_n gamma_nc (x_n - o_n)): what eqs. (22)-(23) divide."""
-        resp = state.memberships
-        sums = solver.geometry.point_sums(resp)
-        if state.n_outliers:
-            sums = sums - solver.geometry.outlier_sums(resp, state.outliers, state.centers)
-        return solver.xp.sum(resp, axis=0), sums
+        return solver.xp.sum(state.memberships, axis=0), self.mean_sums(solver, state)
 
     def means_and_weights(self, resp_totals, sums):
         """(means, pi) of eqs. (23), (22) from the totals of :meth:`mean_statistics`."""

@@ -1,0 +1,19 @@
+"""Synthetic data shared by several test modules (not collected: no tests here)."""
+
+import numpy as np
+
+
+def separated_blobs(seed, k=4, n_per=500, p=3, n_far=40, offset=5.0):
+    """k unit-variance clusters 20 apart (rotated, shifted by ``offset``) and ``n_far``
+    points 60-120 from their mean, shuffled; labels (-1 for the far points)."""
+    rng = np.random.default_rng(seed)
+    means = np.zeros((k, p))
+    means[:, 0] = 20.0 * np.arange(k)
+    means = means @ np.linalg.qr(rng.normal(size=(p, p)))[0] + offset
+    X = np.vstack([m + rng.normal(size=(n_per, p)) for m in means])
+    direction = rng.normal(size=(n_far, p))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    far = means.mean(0) + direction * rng.uniform(60, 120, size=(n_far, 1))
+    y = np.concatenate([np.repeat(np.arange(k), n_per), -np.ones(n_far, dtype=int)])
+    order = rng.permutation(len(y))
+    return np.vstack([X, far])[order], y[order]
