@@ -6,7 +6,7 @@ by the time of one fit at the lambda that fit found (same settings, same
 the same fixed-lambda fit.  Medians over several runs; process CPU time (not
 inflated by other jobs on the machine) and wall time.
 
-    python benchmarks/bench_count.py [--runs 3] [--only NAME] [--large]
+    python benchmarks/bench_count.py [--runs 3] [--only NAME] [--data NAME] [--large]
 """
 
 import argparse
@@ -50,7 +50,9 @@ def timed(func):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", default=None)
+    parser.add_argument("--only", default=None, help="models or data sets whose name "
+                        "contains this")
+    parser.add_argument("--data", default=None, help="data sets whose name contains this")
     parser.add_argument("--large", action="store_true", help="add the N = 200,000 set")
     parser.add_argument("--n-init", type=int, default=10)
     args = parser.parse_args()
@@ -61,6 +63,8 @@ def main():
     print(f"{'data':20s} {'model':14s} {'count fit s':>11s} {'fixed fit s':>11s} "
           f"{'count/fixed':>14s} {'path s':>8s} {'path/fixed':>14s} {'flagged':>8s}")
     for name, X, C, s in datasets(args.large):
+        if args.data and args.data not in name:
+            continue
         for model, make in MODELS.items():
             if args.only and args.only not in model and args.only not in name:
                 continue

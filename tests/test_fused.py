@@ -31,7 +31,7 @@ def test_hard_pass_matches_numpy(dtype):
     np.testing.assert_allclose(weights, onehot.sum(0))
 
 
-def _large(seed=0, n=fused_module.FUSED_MIN_ROWS + 5000, p=5, C=4):
+def _large(seed=0, n=fused_module.PARALLEL_MIN_ROWS + 5000, p=5, C=4):
     rng = np.random.default_rng(seed)
     means = rng.normal(scale=6.0, size=(C, p))
     X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p))

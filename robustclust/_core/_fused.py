@@ -21,10 +21,11 @@ No outlier row is gathered and no set is formed: the cost of an iteration does
 not depend on how many points are flagged.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
-per row.  The rows are split over a few Python threads that each run the
-compiled GIL-free kernel on their own block, with BLAS limited to one thread
-(plain threads rather than numba's ``prange``: an OpenMP pool spin-waits between
-calls and, on a busy 2-core machine, made every BLAS call around it slower).
+per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split over a few
+Python threads that each run the compiled GIL-free kernel on their own block,
+with BLAS limited to one thread (plain threads rather than numba's ``prange``:
+an OpenMP pool spin-waits between calls and, on a busy 2-core machine, made
+every BLAS call around it slower).
 """
 
 import math
@@ -36,8 +37,11 @@ from numba import njit
 
 from .state import Outliers, State
 
-#: Below this many rows one NumPy iteration is cheaper than a parallel launch.
-FUSED_MIN_ROWS = 20_000
+#: Below this many rows the NumPy iteration is used (0: the pass for every size).
+FUSED_MIN_ROWS = 0
+#: Below this many rows the pass runs in the calling thread: a parallel launch
+#: costs more than it saves.
+PARALLEL_MIN_ROWS = 20_000
 #: Rows per BLAS product inside the pass (scikit-learn's Lloyd loop uses 256).
 CHUNK_ROWS = 256
 
@@ -252,7 +256,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     global _EXECUTOR
     n, p = X.shape
     C = centers.shape[0]
-    n_threads = max(1, min(n_threads or _N_THREADS, n // chunk_rows + 1))
+    if n_threads is None:
+        n_threads = _N_THREADS if n >= PARALLEL_MIN_ROWS else 1
+    n_threads = max(1, min(n_threads, n // chunk_rows + 1))
     centers = np.ascontiguousarray(centers, dtype=X.dtype)
     centers_t = np.ascontiguousarray(centers.T)
     M64 = np.ascontiguousarray(centers, dtype=np.float64)
@@ -301,7 +307,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
 
 
 def eligible(solver, penalty):
-    """Whether ``solver`` runs hard K-means on a dense NumPy X large enough for the pass."""
+    """Whether ``solver`` runs hard K-means with the group penalty on a dense NumPy X
+    (of at least ``FUSED_MIN_ROWS`` rows, which the tests raise to compare with
+    the NumPy iteration)."""
     g = solver.geometry
     return (solver.model.hard and not solver.model.mixture and not g.kernel and g.is_numpy
             and not g.sparse and g.n_samples >= FUSED_MIN_ROWS and penalty.name == "group")
