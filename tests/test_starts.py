@@ -511,3 +511,35 @@ def test_the_mixtures_default_count_above_the_starts_trim_is_fitted_as_n_outlier
     np.testing.assert_allclose(default.means_, given.means_, rtol=1e-12)
     np.testing.assert_allclose(default.covariances_, given.covariances_, rtol=1e-12)
     assert default.outlier_mask_[300:].mean() >= 0.85
+
+
+def test_the_mixture_fits_each_distinct_k_means_start_once(monkeypatch):
+    # the ten robust K-means starts of a mixture often settle on the same centres
+    # from different seeds; a K-means fit whose start repeats an earlier one's is
+    # reused, and the starts (hence the fit) are those of fitting every start
+    from robustclust._estimators import base, mixture
+
+    X, _ = _blobs_in_noise()
+    fitted = []
+    real_fit = base.RobustEstimator._fit_problem
+
+    def counting(self, problem):
+        if isinstance(self, RobustKMeans):
+            fitted.append(problem.inits[0])
+        return real_fit(self, problem)
+
+    monkeypatch.setattr(base.RobustEstimator, "_fit_problem", counting)
+    model = RobustGaussianMixture(3, n_outliers=450, covariance_type="tied", random_state=0)
+    starts = model.build_problem(X).inits
+    distinct = [a for k, a in enumerate(fitted)
+                if not any(np.array_equal(a, b) for b in fitted[:k])]
+    assert len(fitted) == len(distinct) < len(starts) == 10
+    # every start fitted, none reused
+    monkeypatch.setattr(mixture, "same_init", lambda a, b: False)
+    fitted.clear()
+    again = RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
+                                  random_state=0).build_problem(X).inits
+    assert len(fitted) == 10
+    for (means, mask), (means_all, mask_all) in zip(starts, again):
+        np.testing.assert_array_equal(means, means_all)
+        np.testing.assert_array_equal(mask, mask_all)

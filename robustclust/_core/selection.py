@@ -361,11 +361,11 @@ def _solver_from(solver, init, state):
     return lambda lam, hi, tol: solver.run(state if hi is None else hi[1], lam, tol=tol)
 
 
-def _same_init(a, b):
+def same_init(a, b):
     """Whether two initialisations are identical (arrays, or tuples of arrays/None)."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
-                and all(_same_init(x, y) for x, y in zip(a, b)))
+                and all(same_init(x, y) for x, y in zip(a, b)))
     if a is None or b is None:
         return a is None and b is None
     try:
@@ -402,7 +402,7 @@ def select_by_count(solver, inits, s, weighted):
     # often reach the same centres) would screen to the same result, which
     # the de-duplication below drops: it is not screened again
     unique = [i for i, init in enumerate(inits)
-              if not any(_same_init(init, inits[j]) for j in range(i))]
+              if not any(same_init(init, inits[j]) for j in range(i))]
     screened = sorted((how(solver, inits[i], s) + (i,) for i in unique
                        for how in screens), key=lambda item: (item[0], item[3]))
     # starts that reached the same K-means fixed point are searched once

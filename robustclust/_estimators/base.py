@@ -357,7 +357,11 @@ class RobustEstimator(BaseEstimator):
             from .dask_fit import fit_dask
 
             return fit_dask(self, X, sample_weight)
-        problem = self.build_problem(X, sample_weight)
+        return self._fit_problem(self.build_problem(X, sample_weight))
+
+    def _fit_problem(self, problem):
+        """The fit of a problem :meth:`build_problem` made (the second half of
+        ``fit``): lam, the solution, the refinement, the fitted attributes."""
         self._forget_default_count()
         solver = problem.solver
         counted = problem.target is None and problem.lam is None

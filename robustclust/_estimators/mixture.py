@@ -18,7 +18,7 @@ from .._core.covariance import ComponentCovariances, Covariance
 from .._core.geometry import LinearGeometry
 from .._core.models import MixtureModel
 from .._core.penalties import make_penalty
-from .._core.selection import OutlierCountWarning
+from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
 from .._core.starts import kmeans_parallel_in_memory, trim_count
 from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
@@ -461,7 +461,8 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
-        return [self._initial_means(Xh, rng, n_outliers) for _ in range(self._n_init)]
+        fits = []  # the K-means fits made so far: (their own starts, their result)
+        return [self._initial_means(Xh, rng, n_outliers, fits) for _ in range(self._n_init)]
 
     def _recount_starts(self, problem, n_outliers):
         if (self._start_means is not None or not isinstance(self.init, str)
@@ -477,9 +478,16 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         # each initialisation is (means, the start's outlier mask or None)
         return [means for means, _ in problem.inits]
 
-    def _initial_means(self, X, rng, n_outliers=None):
+    def _initial_means(self, X, rng, n_outliers=None, fits=None):
         """One initialisation: (means, the start's outlier mask or None);
-        ``n_outliers`` replaces the estimator's for the starts that trim."""
+        ``n_outliers`` replaces the estimator's for the starts that trim.
+
+        ``fits`` (a list, filled here) holds the :class:`RobustKMeans` fits of
+        the earlier initialisations with their own starts: a fit whose start
+        is identical to an earlier one's (the robust start often settles on
+        the same centres from different seeds) is that fit, which is reused
+        (the random state enters a K-means fit only through its start).
+        """
         C = self.n_components
         n_outliers = self.n_outliers if n_outliers is None else n_outliers
         if self.init == "k-means++":
@@ -496,8 +504,17 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             seeding = "robust" if self.init == "robust" else "k-means++"
             rkm = RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1,
                                refine=False, default_rule="chi2",
-                               random_state=rng.randint(np.iinfo(np.int32).max)).fit(X)
-        return rkm.cluster_centers_, rkm.outlier_mask_
+                               random_state=rng.randint(np.iinfo(np.int32).max))
+            problem = rkm.build_problem(X)
+            starts = problem.inits
+            for seen, (means, mask) in fits or []:
+                if same_init(seen, starts):
+                    return means.copy(), mask.copy()
+            rkm._fit_problem(problem)
+        result = rkm.cluster_centers_, rkm.outlier_mask_
+        if fits is not None:
+            fits.append((starts, result))
+        return result
 
     def _store_model(self, problem, state):
         solver = problem.solver
