@@ -528,17 +528,19 @@ def test_the_mixture_fits_each_distinct_k_means_start_once(monkeypatch):
             fitted.append(problem.inits[0])
         return real_fit(self, problem)
 
+    def model():
+        return RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
+                                     random_state=0)
+
     monkeypatch.setattr(base.RobustEstimator, "_fit_problem", counting)
-    model = RobustGaussianMixture(3, n_outliers=450, covariance_type="tied", random_state=0)
-    starts = model.build_problem(X).inits
+    starts = model().build_problem(X).inits
     distinct = [a for k, a in enumerate(fitted)
                 if not any(np.array_equal(a, b) for b in fitted[:k])]
     assert len(fitted) == len(distinct) < len(starts) == 10
     # every start fitted, none reused
     monkeypatch.setattr(mixture, "same_init", lambda a, b: False)
     fitted.clear()
-    again = RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
-                                  random_state=0).build_problem(X).inits
+    again = model().build_problem(X).inits
     assert len(fitted) == 10
     for (means, mask), (means_all, mask_all) in zip(starts, again):
         np.testing.assert_array_equal(means, means_all)

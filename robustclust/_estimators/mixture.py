@@ -53,6 +53,26 @@ def covariance_shape(covariance_type, n_components, n_features):
             "diag": (k, p), "full": (k, p, p)}[covariance_type]
 
 
+def fit_reusing_starts(estimator, X, fits):
+    """``estimator`` fitted on X, or an earlier fit in ``fits`` that began from
+    the same starts (returned instead; ``fits`` is a list of (starts, fitted
+    estimator) that this fills).
+
+    The mixture starts from robust K-means fits, one per initialisation, each
+    with its own random state; the robust start often settles on the same
+    centres from different seeds, and a fit is a function of its starts (the
+    random state enters only through them), so a repeated start is not fitted
+    again.
+    """
+    problem = estimator.build_problem(X)
+    for starts, fitted in fits:
+        if same_init(starts, problem.inits):
+            return fitted
+    estimator._fit_problem(problem)
+    fits.append((problem.inits, estimator))
+    return estimator
+
+
 class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     """Gaussian mixture with outlier-sparsity regularization (RPC).
 
@@ -461,7 +481,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
-        fits = []  # the K-means fits made so far: (their own starts, their result)
+        fits = []  # the K-means fits made so far (fit_reusing_starts)
         return [self._initial_means(Xh, rng, n_outliers, fits) for _ in range(self._n_init)]
 
     def _recount_starts(self, problem, n_outliers):
@@ -480,14 +500,9 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
     def _initial_means(self, X, rng, n_outliers=None, fits=None):
         """One initialisation: (means, the start's outlier mask or None);
-        ``n_outliers`` replaces the estimator's for the starts that trim.
-
-        ``fits`` (a list, filled here) holds the :class:`RobustKMeans` fits of
-        the earlier initialisations with their own starts: a fit whose start
-        is identical to an earlier one's (the robust start often settles on
-        the same centres from different seeds) is that fit, which is reused
-        (the random state enters a K-means fit only through its start).
-        """
+        ``n_outliers`` replaces the estimator's for the starts that trim;
+        ``fits``: the earlier initialisations' K-means fits
+        (:func:`fit_reusing_starts`)."""
         C = self.n_components
         n_outliers = self.n_outliers if n_outliers is None else n_outliers
         if self.init == "k-means++":
@@ -502,19 +517,12 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self.init == "robust" else "k-means++"
-            rkm = RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1,
-                               refine=False, default_rule="chi2",
-                               random_state=rng.randint(np.iinfo(np.int32).max))
-            problem = rkm.build_problem(X)
-            starts = problem.inits
-            for seen, (means, mask) in fits or []:
-                if same_init(seen, starts):
-                    return means.copy(), mask.copy()
-            rkm._fit_problem(problem)
-        result = rkm.cluster_centers_, rkm.outlier_mask_
-        if fits is not None:
-            fits.append((starts, result))
-        return result
+            rkm = fit_reusing_starts(
+                RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1, refine=False,
+                             default_rule="chi2",
+                             random_state=rng.randint(np.iinfo(np.int32).max)),
+                X, [] if fits is None else fits)
+        return rkm.cluster_centers_.copy(), rkm.outlier_mask_.copy()
 
     def _store_model(self, problem, state):
         solver = problem.solver
