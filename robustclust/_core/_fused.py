@@ -282,7 +282,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     sums = np.zeros((n_blocks, C, p))
     weights = np.zeros((n_blocks, C))
     acc = np.zeros((n_blocks, 3))
-    bounds = np.linspace(0, n, n_blocks + 1).astype(np.intp)
+    bounds = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
     mode = _NEAREST if nearest else _PREVIOUS
     # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
     transposed = X.dtype == np.float64
@@ -299,9 +299,11 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             _EXECUTOR = ThreadPoolExecutor(max_workers=_N_THREADS)
         for future in [_EXECUTOR.submit(_hard_block, *a) for a in args]:
             future.result()
-    total = acc.sum(axis=0)
+    # one block: its own arrays (a sum over one block would copy them)
+    total, sums, weights = ((acc[0], sums[0], weights[0]) if n_blocks == 1
+                            else (acc.sum(axis=0), sums.sum(axis=0), weights.sum(axis=0)))
     return {"labels": labels, "ref": ref, "shrink": shrink, "size": size,
-            "sums": sums.sum(axis=0), "weights": weights.sum(axis=0),
+            "sums": sums, "weights": weights,
             "shift": math.sqrt(max(total[0], 0.0)) if need_shift else math.nan,
             "onorm": math.sqrt(max(total[1], 0.0)), "objective": float(total[2])}
 
