@@ -109,6 +109,8 @@ def worst_fitting_inliers(point_costs, outlier_mask, k, xp=np):
 def _divide_rows(sums, totals, fallback, xp):
     """sums / totals row by row; rows with total <= 0 keep ``fallback``."""
     if xp is np:
+        if bool((totals > 0).all()):  # the usual case, without the errstate context
+            return sums / totals[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(totals[:, None] > 0, sums / totals[:, None], fallback)
     safe = where(totals > 0, totals, 1.0, xp)
