@@ -6,11 +6,12 @@ by the time of one fit at the lambda that fit found (same settings, same
 the same fixed-lambda fit.  Medians over several runs; process CPU time (not
 inflated by other jobs on the machine) and wall time.
 
-    python benchmarks/bench_count.py [--runs 3] [--only NAME] [--data NAME] [--large]
+    python benchmarks/bench_count.py [--runs 3] [--only NAME] [--data NAME] [--large] [--progress]
 """
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
@@ -47,6 +48,13 @@ def timed(func):
     return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
+def progress(args, line):
+    """Each timing as it is taken, on stderr (``--progress``): a large row's three
+    fits can take an hour between the table's lines."""
+    if args.progress:
+        print(line, file=sys.stderr, flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -55,6 +63,8 @@ def main():
     parser.add_argument("--data", default=None, help="data sets whose name contains this")
     parser.add_argument("--large", action="store_true", help="add the N = 200,000 set")
     parser.add_argument("--n-init", type=int, default=10)
+    parser.add_argument("--progress", action="store_true",
+                        help="print each timing on stderr as it is taken")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"n_init={args.n_init}; medians of {args.runs} runs; load average "
@@ -72,10 +82,15 @@ def main():
             for run in range(args.runs):
                 kw = {"n_init": args.n_init, "random_state": run}
                 cw, cc, fitted = timed(lambda: make(C, n_outliers=s, **kw).fit(X))
+                progress(args, f"{name} {model} run {run}: count fit {cc:.3f} s CPU "
+                         f"({cw:.3f} wall), {fitted.n_outliers_} flagged")
                 fw, fc, _ = timed(lambda: make(C, lam=fitted.unweighted_lambda_
                                                if model != "weighted RKM" else fitted.lambda_,
                                                **kw).fit(X))
+                progress(args, f"{name} {model} run {run}: fixed fit {fc:.3f} s CPU "
+                         f"({fw:.3f} wall)")
                 pw, pc, _ = timed(lambda: regularization_path(make(C, **kw), X, n_lambdas=100))
+                progress(args, f"{name} {model} run {run}: path {pc:.3f} s CPU ({pw:.3f} wall)")
                 rows.append((cc, fc, cc / fc, cw / fw, pc, pc / fc, pw / fw, fitted.n_outliers_))
             m = np.median(np.array(rows), axis=0)
             print(f"{name:20s} {model:14s} {m[0]:11.3f} {m[1]:11.3f} {m[2]:7.1f} ({m[3]:4.1f}) "
