@@ -504,10 +504,19 @@ def _recorded_tied():
                                   "sparse_full_lam"])
 def test_tied_types_reproduce_the_common_covariance_fits_of_main(case):
     # recorded by characterization/record_tied.py with main 33fb150, where "spherical",
-    # "diag" and "full" named the common covariance: the same numbers to the last bit
+    # "diag" and "full" named the common covariance: the same flagged points and labels,
+    # the same numbers to the last bit until the starts' robust K-means fits ran the
+    # compiled hard pass at every size (its sums round differently: a few units in the
+    # last place, 6e-16 relative on paper_full_count)
     record_tied, record = _recorded_tied()
     old = record_tied.CASES[case][1]
     got = record_tied.fit(case, {"spherical": "tied_spherical", "diag": "tied_diag",
                                  "full": "tied"}[old])
     for key, value in got.items():
-        np.testing.assert_array_equal(value, record[f"{case}/{key}"], err_msg=key)
+        recorded = record[f"{case}/{key}"]
+        if np.asarray(recorded).dtype.kind == "f":
+            scale = np.max(np.abs(recorded)) if np.size(recorded) else 0.0
+            np.testing.assert_allclose(value, recorded, rtol=1e-12, atol=1e-12 * scale,
+                                       err_msg=key)
+        else:
+            np.testing.assert_array_equal(value, recorded, err_msg=key)
