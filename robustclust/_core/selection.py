@@ -234,21 +234,9 @@ class CountSearch:
 
     def search(self, lam):
         """(lam, state) flagging s, the first evaluation at ``lam``."""
-        hi = lo = None  # (lam, state) with count < s, and with count > s
-        for round_ in range(self.max_rounds):
-            inside = (lam is not None and (hi is None or lam < hi[0])
-                      and (lo is None or lam > lo[0]))
-            if not inside:
-                lam = self._between(hi, lo)
-                if lam is None:
-                    break
-            new = self.evaluate(lam, hi)
-            if self._seen(lam, new):
-                return lam, new
-            hi, lo = self._bracket(hi, lo, lam, new)
-            if hi is not None and lo is not None and round_ >= self.max_rounds // 2:
-                break
-            lam = self._read(new)
+        found, hi, lo = self._rounds(lam, self.max_rounds, settle=True)
+        if found is not None:
+            return found
         if hi is not None and lo is not None:
             return self.bisect(hi, lo)
         return self.best
@@ -256,24 +244,36 @@ class CountSearch:
     def probe(self, lam, rounds=PROBE_ROUNDS):
         """(lam, state) as :meth:`search` from ``lam``, but with at most ``rounds``
         evaluations and no bisection: the closest count seen when s is not hit."""
-        max_rounds, self.max_rounds = self.max_rounds, rounds
-        try:
-            self.best = None
-            hi = lo = None
-            for _ in range(rounds):
+        self.best = None
+        found, _, _ = self._rounds(lam, rounds, settle=False)
+        return self.best if found is None else found
+
+    def _rounds(self, lam, rounds, settle):
+        """Up to ``rounds`` evaluations, each at the lam read off the previous one's
+        critical lams (the bracket's midpoint when the reading falls outside it).
+
+        Returns ((lam, state) flagging s, or None; hi; lo).  ``settle`` (the
+        search): a lam that cannot be read is replaced by the midpoint, and a
+        bracket that holds after half the rounds ends them (bisection settles
+        it); without (a probe), an unreadable lam ends them.
+        """
+        hi = lo = None
+        for round_ in range(rounds):
+            if lam is None and not settle:
+                break
+            if not (lam is not None and (hi is None or lam < hi[0])
+                    and (lo is None or lam > lo[0])):
+                lam = self._between(hi, lo)
                 if lam is None:
                     break
-                new = self.evaluate(lam, hi)
-                if self._seen(lam, new):
-                    return lam, new
-                hi, lo = self._bracket(hi, lo, lam, new)
-                lam = self._read(new)
-                if lam is not None and not ((hi is None or lam < hi[0])
-                                            and (lo is None or lam > lo[0])):
-                    lam = self._between(hi, lo)
-            return self.best
-        finally:
-            self.max_rounds = max_rounds
+            new = self.evaluate(lam, hi)
+            if self._seen(lam, new):
+                return (lam, new), hi, lo
+            hi, lo = self._bracket(hi, lo, lam, new)
+            if settle and hi is not None and lo is not None and round_ >= rounds // 2:
+                break
+            lam = self._read(new)
+        return None, hi, lo
 
     def _bracket(self, hi, lo, lam, new):
         """(hi, lo) narrowed by an evaluation: hi the smallest lam flagging fewer
