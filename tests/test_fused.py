@@ -1,8 +1,11 @@
-"""The compiled hard-RKM pass equals its NumPy definition, and the fused
-solver path (large N) gives the same fits as the array path (small N)."""
+"""The compiled hard-RKM pass equals its NumPy definition, the fused solver
+path gives the same fits as the array path, and the pass's distance bounds
+change nothing but the work."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.cluster import KMeans
 
 import robustclust._core._fused as fused_module
@@ -154,3 +157,171 @@ def test_hard_pass_with_outliers_matches_its_definition(weighted, dtype):
         np.testing.assert_allclose(out[key], ref[key], rtol=tol, atol=tol, err_msg=key)
     for key in ("objective", "shift", "onorm"):
         assert out[key] == pytest.approx(ref[key], rel=tol), key
+
+
+def _iterate(X, M0, lam, n_iter, bounds, weighted=False, eps=0.05, sample_weight=None):
+    """Hard RKM passes from M0 (IRLS or eq. (9) centre steps), with or without
+    distance bounds; the results of every pass."""
+    n = len(X)
+    sq = (X.astype(np.float64) ** 2).sum(1)
+    w = np.ones(n) if sample_weight is None else sample_weight
+    tau0 = lam / (2 * eps) if weighted else lam / 2
+    kw = dict(lam=lam, tau0=tau0, eps=eps, weighted=weighted, irls=not weighted, n_threads=2,
+              chunk_rows=64)
+    res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True,
+                    prev_size=np.zeros(n), **kw)
+    centers, out = np.asarray(M0, dtype=np.float64), []
+    for _ in range(n_iter):
+        new = res["sums"] / res["weights"][:, None]
+        res = hard_pass(X, new, sq, w, res["labels"], prev_size=res["size"],
+                        old_shrink=res["shrink"], old_ref=res["ref"], old_centers=centers,
+                        bounds=bounds, **kw)
+        centers = new
+        out.append(res)
+    return out
+
+
+def _overlapping(n=3000, p=12, C=6, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=1.0, size=(C, p))
+    X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p))
+    X[: n // 20] = rng.uniform(-10, 10, size=(n // 20, p))
+    return X.astype(dtype), X[n // 2: n // 2 + C].astype(dtype)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("lam", [np.inf, 8.0, 4.0])
+def test_passes_with_distance_bounds_equal_passes_without(weighted, lam):
+    # Elkan's bounds skip the products of rows whose nearest centre cannot
+    # have changed; every pass must give what the pass without them gives
+    X, M0 = _overlapping()
+    w = np.random.default_rng(5).uniform(0.5, 2.0, size=len(X))
+    lam = lam / 40 if weighted and np.isfinite(lam) else lam
+    plain = _iterate(X, M0, lam, 25, None, weighted=weighted, sample_weight=w)
+    bounds = fused_module.Bounds(len(X), len(M0), 1.0)
+    bounded = _iterate(X, M0, lam, 25, bounds, weighted=weighted, sample_weight=w)
+    for a, b in zip(plain, bounded):
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        for key in ("shrink", "size", "sums", "weights"):
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-9, atol=1e-9, err_msg=key)
+        assert b["objective"] == pytest.approx(a["objective"], rel=1e-12)
+        assert b["onorm"] == pytest.approx(a["onorm"], rel=1e-9, abs=1e-12)
+    assert plain[0]["computed"] == len(X) == bounded[0]["computed"]  # bounds stored
+    assert bounded[-1]["computed"] < len(X) // 2  # and used
+    if np.isfinite(lam):
+        assert 0 < (bounded[-1]["shrink"] > 0).sum() < len(X)
+
+
+def test_bounds_in_float32_differ_only_at_ties_within_its_rounding():
+    # the skipped rows' products are float64 and the others' a BLAS call on
+    # fewer rows, so a label may differ from the pass without bounds, but only
+    # between two centres whose distances agree to float32 rounding
+    X, M0 = _overlapping(n=6000, dtype=np.float32)
+    bounds = fused_module.Bounds(len(X), len(M0), 1.0)
+    sq = (X.astype(np.float64) ** 2).sum(1)
+    res = hard_pass(X, M0, sq, np.ones(len(X)), np.zeros(len(X), dtype=np.intp), nearest=True)
+    centers, differing = M0.astype(np.float64), 0
+    for _ in range(25):
+        new = res["sums"] / res["weights"][:, None]
+        kw = dict(old_shrink=res["shrink"], old_ref=res["ref"], old_centers=centers)
+        a = hard_pass(X, new, sq, np.ones(len(X)), res["labels"], **kw)
+        b = hard_pass(X, new, sq, np.ones(len(X)), res["labels"], bounds=bounds, **kw)
+        M = new.astype(np.float32).astype(np.float64)
+        for i in np.flatnonzero(a["labels"] != b["labels"]):
+            d = ((X[i].astype(np.float64) - M) ** 2).sum(1)
+            assert abs(d[a["labels"][i]] - d[b["labels"][i]]) <= 1e-5 * sq[i]
+            differing += 1
+        res, centers = a, new
+    assert differing <= 5
+    assert b["computed"] < len(X) // 5
+
+
+def test_bounds_with_equal_centres_and_points_on_ties():
+    # two identical centres and points equidistant from two others: no bound
+    # can separate them, so those rows are always computed, as without bounds
+    rng = np.random.default_rng(2)
+    p = 10
+    M = rng.normal(size=(4, p))
+    M[3] = M[2]
+    mid = (M[0] + M[1]) / 2
+    X = np.vstack([M[rng.integers(4, size=500)] + 0.3 * rng.normal(size=(500, p)),
+                   np.repeat(mid[None], 20, axis=0)])
+    sq = (X ** 2).sum(1)
+    w = np.ones(len(X))
+    bounds = fused_module.Bounds(len(X), 4, 1.0)
+    prev = hard_pass(X, M, sq, w, np.zeros(len(X), dtype=np.intp), nearest=True)["labels"]
+    for _ in range(3):
+        a = hard_pass(X, M, sq, w, prev)
+        b = hard_pass(X, M, sq, w, prev, bounds=bounds)
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        prev = a["labels"]
+    assert b["computed"] >= 20 + (prev >= 2).sum()
+
+
+@pytest.mark.parametrize("kw", [dict(lam=6.0), dict(n_outliers=150), dict(lam=0.2, weighted=True)])
+def test_fits_with_distance_bounds_equal_fits_without(monkeypatch, kw):
+    X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
+    est = dict(n_init=2, random_state=0, tol=1e-8, **kw)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 0)
+    bounded = RobustKMeans(5, **est).fit(X)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 10**9)
+    plain = RobustKMeans(5, **est).fit(X)
+    np.testing.assert_array_equal(bounded.labels_, plain.labels_)
+    np.testing.assert_array_equal(bounded.outlier_mask_, plain.outlier_mask_)
+    assert bounded.n_iter_ == plain.n_iter_
+    np.testing.assert_allclose(bounded.cluster_centers_, plain.cluster_centers_, rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(bounded.objective_history_, plain.objective_history_, rtol=1e-9)
+    assert bounded.lambda_ == pytest.approx(plain.lambda_, rel=1e-9)
+
+
+def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkeypatch):
+    # the bounds outlive each lambda's run: the next run adds its centres' drift
+    from robustclust import regularization_path
+    X, _ = _overlapping(n=3000, p=9, C=4, seed=4)
+    est = RobustKMeans(4, random_state=0, n_init=2)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 0)
+    bounded = regularization_path(est, X, n_lambdas=30)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 10**9)
+    plain = regularization_path(est, X, n_lambdas=30)
+    np.testing.assert_array_equal(bounded.n_outliers, plain.n_outliers)
+    np.testing.assert_array_equal(bounded.n_iter, plain.n_iter)
+    np.testing.assert_allclose(bounded.centers, plain.centers, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), p=st.integers(8, 12),
+       C=st.integers(2, 6), scale=st.sampled_from([0.0, 1e-9, 1e-3, 0.1, 1.0, 50.0]),
+       lam=st.sampled_from([np.inf, 0.5, 3.0]), rounded=st.booleans())
+def test_bounds_never_change_a_pass(seed, n, p, C, scale, lam, rounded):
+    # random centre moves, from none to jumps, duplicate rows and centres on
+    # an integer grid (exact ties): labels as without bounds, sums to rounding,
+    # except between centres whose distances to the point agree to rounding
+    # (a point on its centre, duplicate centres): there the products' rounding
+    # decides, and the computed rows' BLAS call covers fewer rows
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * 3
+    if rounded:
+        X = np.round(X)
+    X[rng.integers(n, size=n // 3)] = X[0]
+    sq = (X ** 2).sum(1)
+    w = rng.uniform(0.5, 2.0, size=n)
+    M = X[rng.integers(n, size=C)].copy()
+    bounds = fused_module.Bounds(n, C, float(np.sqrt(sq.max())))
+    prev = hard_pass(X, M, sq, w, np.zeros(n, dtype=np.intp), nearest=True)["labels"]
+    for _ in range(4):
+        kw = dict(lam=lam, tau0=lam / 2, chunk_rows=32)
+        a = hard_pass(X, M, sq, w, prev, **kw)
+        b = hard_pass(X, M, sq, w, prev, bounds=bounds, **kw)
+        np.testing.assert_allclose(a["shrink"], b["shrink"], rtol=1e-9, atol=1e-12)
+        differ = np.flatnonzero(a["labels"] != b["labels"])
+        for i in differ:
+            y = X[i] - a["shrink"][i] * (X[i] - M[prev[i]])
+            d = ((y - M) ** 2).sum(1)
+            scale2 = sq[i] + (M ** 2).sum(1).max()
+            assert abs(d[a["labels"][i]] - d[b["labels"][i]]) <= 1e-12 * scale2
+        if not len(differ):
+            np.testing.assert_allclose(a["sums"], b["sums"], rtol=1e-9, atol=1e-9)
+        prev = a["labels"]
+        move = rng.normal(size=M.shape) * scale
+        M = np.round(M + move) if rounded else M + move

@@ -42,6 +42,11 @@ FUSED_MIN_ROWS = 0
 #: Below this many rows the pass runs in the calling thread: a parallel launch
 #: costs more than it saves.
 PARALLEL_MIN_ROWS = 20_000
+#: Fewest features from which a run keeps distance bounds (below, a product
+#: <x, m> costs little more than the test that would skip it).
+BOUNDS_MIN_DIM = 8
+#: Most N x C bounds (float32) a run keeps: 2^25 entries, 128 MB.
+BOUNDS_MAX_ENTRIES = 2 ** 25
 #: Rows per BLAS product inside the pass (scikit-learn's Lloyd loop uses 256).
 CHUNK_ROWS = 256
 
@@ -54,84 +59,157 @@ _EXECUTOR = None
 _PREVIOUS, _NEAREST = 0, 1
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _g(G, r, c, transposed):
-    """Row r, centre c of the chunk's products, whichever layout holds them."""
-    if transposed:
-        return G[c, r]
-    return G[r, c]
+@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+def _row_dot(X, i, M, c):
+    """<x_i, m_c> accumulated in float64 (reassociated: the compiler vectorizes it)."""
+    acc = 0.0
+    for j in range(X.shape[1]):
+        acc += X[i, j] * M[c, j]
+    return acc
+
+
+_NO_L = np.empty((0, 0), dtype=np.float32)
+_NO_CUM = np.empty(0)
+_NO_COSTS = np.empty(0)
+
+#: How the pass uses the distance bounds: none, all rows computed and their
+#: bounds stored, or rows the bounds settle skipped.
+_NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS = 0, 1, 2
 
 
 @njit(nogil=True, cache=True)
-def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight, prev_labels,
-                prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted, irls, mode,
-                need_shift, transposed, start, stop, chunk_rows,
-                labels, ref, shrink, size, sums, weights, acc):
+def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
+                prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
+                irls, mode, need_shift, transposed, start, stop, chunk_rows,
+                bounds_mode, near, L, cum, kerr, mmax,
+                labels, ref, shrink, size, sums, weights, acc, costs):
     """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
 
-    The products of a chunk are one BLAS call, laid out as (C, rows) when
-    ``transposed`` (then the nearest centres are found for all the chunk's
-    rows at once, a loop the compiler vectorizes) or (rows, C).
+    The products of a chunk's rows are one BLAS call, laid out as (C, rows)
+    when ``transposed`` (then the nearest centres are found for all the
+    rows at once, a loop the compiler vectorizes) or (rows, C).  With
+    ``bounds_mode`` = _USE_BOUNDS a row whose bounds show that its previous
+    nearest centre is still the nearest costs one product instead of C, and
+    only the other rows of the chunk go through the BLAS call.
     """
     C = centers_t.shape[1]
     p = X.shape[1]
-    shift2 = 0.0
-    onorm2 = 0.0
-    objective = 0.0
+    tot = np.zeros(4)  # shift^2, ||O||^2, objective, rows through the BLAS call
     if transposed:
         buf = np.empty((C, chunk_rows), dtype=X.dtype)
     else:
         buf = np.empty((chunk_rows, C), dtype=X.dtype)
+    xbuf = np.empty((chunk_rows if bounds_mode == 2 else 0, p), dtype=X.dtype)
     low = np.empty(chunk_rows)
-    near = np.empty(chunk_rows, dtype=np.intp)
+    nearest = np.empty(chunk_rows, dtype=np.intp)
     dist = np.empty(C)
+    grow = np.empty(C)
+    slot = np.empty(chunk_rows, dtype=np.intp)
+    gsettled = np.empty(chunk_rows)
     for lo in range(start, stop, chunk_rows):
         hi = min(stop, lo + chunk_rows)
         m = hi - lo
-        if transposed:
-            if m == chunk_rows:
-                np.dot(centers, X[lo:hi].T, buf)
-                G = buf
-            else:
-                G = np.dot(centers, X[lo:hi].T)
-            m0 = mm[0]
+        nf = 0
+        if bounds_mode == 2:
+            # Elkan's test: l_c, a lower bound on ||x - m_c|| (stored minus the
+            # centres' drift since), against an upper bound on ||x - m_a||,
+            # with a margin e that covers the rounding of every product, so a
+            # settled row has the nearest centre the full computation finds
             for r in range(m):
-                low[r] = m0 - 2.0 * G[0, r]
-                near[r] = 0
-            for c in range(1, C):
-                mc = mm[c]
-                row = G[c]
-                for r in range(m):
-                    d = mc - 2.0 * row[r]
-                    better = d < low[r]
-                    low[r] = d if better else low[r]
-                    near[r] = c if better else near[r]
+                i = lo + r
+                a = near[i]
+                slot[r] = -1
+                if prev_labels[i] == a:
+                    xx = sq_norms[i]
+                    ga = _row_dot(X, i, M64, a)
+                    e = kerr * math.sqrt(xx * mmax)
+                    ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
+                    ua = math.sqrt(ua2)
+                    need = math.sqrt(ua2 + e)
+                    # cdist[a, a] is infinite: c = a never counts (a loop the
+                    # compiler vectorizes, without a branch per centre)
+                    open_ = 0
+                    for c in range(C):
+                        open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+                    if open_ == 0:
+                        gsettled[r] = ga
+                        continue
+                slot[r] = nf
+                for j in range(p):
+                    xbuf[nf, j] = X[i, j]
+                nf += 1
+            Xc = xbuf[:nf]
         else:
-            if m == chunk_rows:
-                np.dot(X[lo:hi], centers_t, buf)
-                G = buf
-            else:
-                G = np.dot(X[lo:hi], centers_t)
             for r in range(m):
-                best = mm[0] - 2.0 * G[r, 0]
-                arg = 0
+                slot[r] = r
+            nf = m
+            Xc = X[lo:hi]
+        tot[3] += nf
+        if nf > 0:
+            if transposed:
+                if nf == chunk_rows:
+                    np.dot(centers, Xc.T, buf)
+                    G = buf
+                else:
+                    G = np.dot(centers, Xc.T)
+                m0 = mm[0]
+                for k in range(nf):
+                    low[k] = m0 - 2.0 * G[0, k]
+                    nearest[k] = 0
                 for c in range(1, C):
-                    d = mm[c] - 2.0 * G[r, c]
-                    better = d < best
-                    best = d if better else best
-                    arg = c if better else arg
-                low[r] = best
-                near[r] = arg
+                    mc = mm[c]
+                    row = G[c]
+                    for k in range(nf):
+                        d = mc - 2.0 * row[k]
+                        better = d < low[k]
+                        low[k] = d if better else low[k]
+                        nearest[k] = c if better else nearest[k]
+            else:
+                if nf == chunk_rows:
+                    np.dot(Xc, centers_t, buf)
+                    G = buf
+                else:
+                    G = np.dot(Xc, centers_t)
+                for k in range(nf):
+                    best = mm[0] - 2.0 * G[k, 0]
+                    arg = 0
+                    for c in range(1, C):
+                        d = mm[c] - 2.0 * G[k, c]
+                        better = d < best
+                        best = d if better else best
+                        arg = c if better else arg
+                    low[k] = best
+                    nearest[k] = arg
+        else:
+            G = buf
         for r in range(m):
             i = lo + r
             xx = sq_norms[i]
-            arg = near[r]
+            k = slot[r]
+            # grow: <x_i, m_c> for every c when complete, else only for the nearest
+            complete = k >= 0
+            if complete:
+                for c in range(C):
+                    grow[c] = G[c, k] if transposed else G[k, c]
+                arg = nearest[k]
+                lowr = low[k]
+                if bounds_mode != 0:
+                    near[i] = arg
+                    e = kerr * math.sqrt(xx * mmax)
+                    for c in range(C):
+                        d2 = xx + mm[c] - 2.0 * grow[c] - e
+                        v = (math.sqrt(d2) if d2 > 0.0 else 0.0) + cum[c]
+                        L[i, c] = v - 1.2e-7 * v  # rounds down to float32
+            else:
+                arg = near[i]
+                grow[arg] = gsettled[r]
+                lowr = mm[arg] - 2.0 * gsettled[r]
             if mode == 1:
                 l = arg
                 ref[i] = l
             else:
                 l = prev_labels[i]
-            gl = _g(G, r, l, transposed)
+            gl = grow[l]
             r2 = xx + mm[l] - 2.0 * gl
             if r2 < 0.0:
                 r2 = 0.0
@@ -139,6 +217,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight
             if weighted and prev_size[i] > 0.0:
                 tau = lam / (2.0 * (prev_size[i] + eps))
             s = 0.0
+            r_ = 0.0
             if r2 > tau * tau:
                 r_ = math.sqrt(r2)
                 s = 1.0 - tau / r_
@@ -156,13 +235,16 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight
                 # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
                 # positive for every c != l when t (min T - T_l) + s sep_l > 0
                 # (always when m_l is x's nearest centre): then l is the label
-                if t * (low[r] - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
+                if t * (lowr - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
                     lab = l
                     best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
                 else:
+                    if not complete:
+                        for c in range(C):
+                            if c != l:
+                                grow[c] = _row_dot(X, i, M64, c)
                     for c in range(C):
-                        dist[c] = max(base - t2 * _g(G, r, c, transposed) - s2 * MM[l, c]
-                                      + mm[c], 0.0)
+                        dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
                     lab = 0
                     best = dist[0]
                     for c in range(1, C):
@@ -170,15 +252,15 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight
                         best = dist[c] if better else best
                         lab = c if better else lab
                 labels[i] = lab
-                objective += w * (best + pen)
+                tot[2] += w * (best + pen)
                 shrink[i] = s
                 size[i] = sz
-                onorm2 += sz * sz
+                tot[1] += sz * sz
                 if irls:
                     # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
                     a = t
                     if lab != l:
-                        dl = xx + mm[lab] - 2.0 * _g(G, r, lab, transposed)
+                        dl = xx + mm[lab] - 2.0 * grow[lab]
                         a = 1.0
                         if dl > 0.0:
                             a = min(tau / math.sqrt(dl), 1.0)
@@ -192,9 +274,11 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight
                         sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
             else:
                 labels[i] = arg
-                v = xx + low[r]
+                v = xx + lowr
                 if v > 0.0:
-                    objective += w * v
+                    tot[2] += w * v
+                if costs.shape[0]:
+                    costs[i] = max(v, 0.0)
                 shrink[i] = 0.0
                 size[i] = 0.0
                 weights[arg] += w
@@ -208,16 +292,53 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight
                     for j in range(p):
                         dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
                         diff2 += dj * dj
-                    shift2 += diff2
-    acc[0] += shift2
-    acc[1] += onorm2
-    acc[2] += objective
+                    tot[0] += diff2
+    for q in range(4):
+        acc[q] += tot[q]
+
+
+class Bounds:
+    """Elkan's distance bounds of the passes over one X (see :func:`hard_pass`).
+
+    ``near[i]`` is x_i's nearest centre at the last pass, whose centres are
+    ``centers`` (None before the first), and ``L[i, c] - cum[c]`` a lower
+    bound on ||x_i - m_c||, where ``cum`` adds up how far each centre has
+    moved since (a bound is stored as l + cum, so a pass need not touch
+    every bound).  They hold whatever state or lambda the next pass starts
+    from: a pass adds its centres' drift from ``centers``.
+    """
+
+    def __init__(self, n, n_clusters, scale):
+        self.near = np.zeros(n, dtype=np.intp)
+        self.L = np.empty((n, n_clusters), dtype=np.float32)
+        self.cum = np.zeros(n_clusters)
+        self.centers = None
+        #: drifts added up past ``RESET_DRIFT`` times this (max ||x||) make the
+        #: float32 bounds coarse: the next pass stores them anew
+        self.scale = scale
+
+
+#: See :class:`Bounds`.
+RESET_DRIFT = 1e3
+
+
+def bounds_of(geometry, n_clusters):
+    """The geometry's :class:`Bounds` for ``n_clusters`` centres (made on first use),
+    or None where :func:`uses_bounds` says no."""
+    if not uses_bounds(geometry.n_samples, geometry.dim, n_clusters):
+        return None
+    bounds = geometry.pass_bounds
+    if bounds is None or bounds.L.shape[1] != n_clusters:
+        bounds = Bounds(geometry.n_samples, n_clusters,
+                        math.sqrt(float(geometry.sq_norms.max())))
+        geometry.pass_bounds = bounds
+    return bounds
 
 
 def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, tau0=np.inf,
               eps=1.0, weighted=False, irls=True, nearest=False, prev_size=None,
               old_shrink=None, old_ref=None, old_centers=None, need_shift=True, out=None,
-              n_threads=None, chunk_rows=CHUNK_ROWS):
+              bounds=None, costs=None, n_threads=None, chunk_rows=CHUNK_ROWS):
     """One fused pass over a dense X: O-step, U-step, next centre sums, shift.
 
     Parameters
@@ -245,13 +366,26 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         Arrays to write the per-point results into (a previous result that
         nothing refers to any more): fresh arrays cost a page fault per 4 kB
         on first write, a sizeable part of a pass.
+    bounds : Bounds, optional
+        Elkan's bounds (Elkan 2003, "Using the triangle inequality to
+        accelerate k-means") of the earlier passes over this X: a row whose
+        bounds, moved by each centre's drift since, show that its nearest
+        centre has not changed costs one product <x, m> instead of C; the
+        other rows go through the BLAS call, and their bounds are stored
+        anew.  The results are those of the pass without bounds (labels
+        equal; sums to rounding): the bounds carry a margin for the rounding
+        of every product.  Not with ``nearest=True``.
+    costs : ndarray of shape (N,), optional
+        Filled with each inlier's ||x_n - m_c(n)||^2 (every point's squared
+        distance to its nearest centre when ``lam`` is infinite).
 
     Returns
     -------
     dict with labels, ref (the labels the O-step used), shrink, size (N,),
     sums (C, p) and weights (C,) of the next centre step, shift
-    (||O_t - O_{t-1}||_F, NaN when not computed), onorm (||O_t||_F) and the
-    objective sum_n w_n costs_n.
+    (||O_t - O_{t-1}||_F, NaN when not computed), onorm (||O_t||_F), the
+    objective sum_n w_n costs_n and computed (how many rows went through the
+    BLAS call).
     """
     global _EXECUTOR
     n, p = X.shape
@@ -268,6 +402,27 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     gaps = mm[:, None] + mm[None, :] - 2.0 * MM
     np.fill_diagonal(gaps, np.inf)
     sep = np.maximum(gaps.min(axis=1), 0.0) if C > 1 else np.full(C, np.inf)
+    bounds_mode, near, L, cum, cdist = _NO_BOUNDS, prev_labels, _NO_L, _NO_CUM, gaps
+    if bounds is not None:
+        if nearest:
+            raise ValueError("bounds need the previous labels (nearest=False)")
+        bounds_mode = _STORE_BOUNDS
+        if bounds.centers is not None:
+            bounds.cum += np.sqrt(((M64 - bounds.centers) ** 2).sum(axis=1)) * (1.0 + 1e-12)
+            if bounds.cum.max() <= RESET_DRIFT * bounds.scale:
+                bounds_mode = _USE_BOUNDS
+        if bounds_mode == _STORE_BOUNDS:
+            bounds.cum[:] = 0.0
+        near, L, cum = bounds.near, bounds.L, bounds.cum
+        # centre-to-centre distances, rounded down
+        cdist = np.sqrt(np.maximum(gaps - 1e-12 * (mm[:, None] + mm[None, :]), 0.0))
+        np.fill_diagonal(cdist, np.inf)
+    # |error| of a difference of two squared distances from products in X's
+    # precision over p terms is at most 4 gamma_p ||x|| max ||m||; the margin
+    # is twice that, plus the float64 products' own
+    unit = float(np.finfo(X.dtype).eps) / 2
+    kerr = 8.0 * (p * unit / (1.0 - p * unit) + p * 1.2e-16)
+    mmax = float(mm.max()) if C else 0.0
     if out is None:
         out = {"labels": np.empty(n, dtype=np.intp), "shrink": np.empty(n),
                "size": np.empty(n)}
@@ -279,18 +434,24 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     old_ref = labels if old_ref is None else old_ref
     M_old = M64 if old_centers is None else np.ascontiguousarray(old_centers, dtype=np.float64)
     n_blocks = n_threads
-    sums = np.zeros((n_blocks, C, p))
-    weights = np.zeros((n_blocks, C))
-    acc = np.zeros((n_blocks, 3))
-    bounds = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
+    # each block's accumulators 64 bytes clear of the next one's, so that the
+    # threads never write to one cache line (false sharing cost a third of a pass)
+    pad = 8
+    sums_buf = np.zeros((n_blocks, C * p + 2 * pad))
+    weights_buf = np.zeros((n_blocks, C + 2 * pad))
+    sums = sums_buf[:, pad:pad + C * p].reshape(n_blocks, C, p)
+    weights = weights_buf[:, pad:pad + C]
+    acc = np.zeros((n_blocks, 4 + 2 * pad))[:, pad:pad + 4]
+    edges = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
     mode = _NEAREST if nearest else _PREVIOUS
     # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
     transposed = X.dtype == np.float64
-    args = [(X, centers, centers_t, M64, mm, MM, sep, sq_norms, sample_weight, prev_labels,
-             prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0), float(eps),
-             bool(weighted), bool(irls), mode, bool(need_shift), transposed, bounds[b],
-             bounds[b + 1], chunk_rows,
-             labels, ref, shrink, size, sums[b], weights[b], acc[b])
+    args = [(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
+             prev_labels, prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0),
+             float(eps), bool(weighted), bool(irls), mode, bool(need_shift), transposed,
+             edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, kerr, mmax,
+             labels, ref, shrink, size, sums[b], weights[b], acc[b],
+             _NO_COSTS if costs is None else costs)
             for b in range(n_blocks)]
     if n_blocks == 1:
         _hard_block(*args[0])
@@ -299,22 +460,48 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             _EXECUTOR = ThreadPoolExecutor(max_workers=_N_THREADS)
         for future in [_EXECUTOR.submit(_hard_block, *a) for a in args]:
             future.result()
+    if bounds is not None:
+        bounds.centers = M64.copy()
     # one block: its own arrays (a sum over one block would copy them)
     total, sums, weights = ((acc[0], sums[0], weights[0]) if n_blocks == 1
                             else (acc.sum(axis=0), sums.sum(axis=0), weights.sum(axis=0)))
     return {"labels": labels, "ref": ref, "shrink": shrink, "size": size,
             "sums": sums, "weights": weights,
             "shift": math.sqrt(max(total[0], 0.0)) if need_shift else math.nan,
-            "onorm": math.sqrt(max(total[1], 0.0)), "objective": float(total[2])}
+            "onorm": math.sqrt(max(total[1], 0.0)), "objective": float(total[2]),
+            "computed": int(total[3])}
+
+
+def nearest_sq_distances(X, centers, sq_norms):
+    """min_c ||x_n - m_c||^2 for every row of a dense X, (N,): one pass, no N x C matrix."""
+    n = X.shape[0]
+    costs = np.empty(n)
+    hard_pass(X, centers, sq_norms, np.ones(n), np.zeros(n, dtype=np.intp), nearest=True,
+              costs=costs)
+    return costs
+
+
+def dense_linear(solver):
+    """Whether ``solver``'s geometry is a dense NumPy X (no kernel) of at least
+    ``FUSED_MIN_ROWS`` rows: what the compiled pass reads."""
+    g = solver.geometry
+    return not g.kernel and g.is_numpy and not g.sparse and g.n_samples >= FUSED_MIN_ROWS
+
+
+def uses_bounds(n_samples, dim, n_clusters):
+    """Whether a run's passes keep Elkan's bounds: when a product <x, m> costs
+    enough to be worth skipping (``BOUNDS_MIN_DIM``) and the N x C bounds fit
+    in ``BOUNDS_MAX_ENTRIES``."""
+    return (dim >= BOUNDS_MIN_DIM and n_clusters > 1
+            and n_samples * n_clusters <= BOUNDS_MAX_ENTRIES)
 
 
 def eligible(solver, penalty):
     """Whether ``solver`` runs hard K-means with the group penalty on a dense NumPy X
     (of at least ``FUSED_MIN_ROWS`` rows, which the tests raise to compare with
     the NumPy iteration)."""
-    g = solver.geometry
-    return (solver.model.hard and not solver.model.mixture and not g.kernel and g.is_numpy
-            and not g.sparse and g.n_samples >= FUSED_MIN_ROWS and penalty.name == "group")
+    return (solver.model.hard and not solver.model.mixture and dense_linear(solver)
+            and penalty.name == "group")
 
 
 def _thresholds(lam, penalty):
@@ -398,6 +585,7 @@ class FusedStepper:
         self.tau0, self.eps = _thresholds(lam, penalty)
         self.buffers = [None, None]
         self.turn = 0
+        self.bounds = bounds_of(solver.geometry, solver.n_clusters)
 
     def _previous(self, state):
         """(sums, weights, per-point arrays) of a state for the next pass."""
@@ -430,7 +618,7 @@ class FusedStepper:
                            prev_size=prev["size"], old_shrink=prev["shrink"],
                            old_ref=prev["ref"], old_centers=state.centers,
                            need_shift=c_shift <= self.tol * c_norm,
-                           out=self.buffers[self.turn])
+                           out=self.buffers[self.turn], bounds=self.bounds)
         self.buffers[self.turn] = result
         self.turn = 1 - self.turn
         new = _state(solver, centers, result, self.key)

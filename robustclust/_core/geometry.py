@@ -184,6 +184,9 @@ class LinearGeometry:
             self.sq_norms = rowdot(X, X, xp)
         self._gram = None
         self._squares_cache = None
+        #: the compiled hard pass's distance bounds over this X
+        #: (:func:`~robustclust._core._fused.bounds_of`)
+        self.pass_bounds = None
 
     # -- products ----------------------------------------------------------------
     def _dot(self, A):

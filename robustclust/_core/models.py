@@ -58,7 +58,7 @@ from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
-from . import _estep, _soft
+from . import _estep, _fused, _soft
 
 _LOG_2PI = math.log(2 * math.pi)
 #: Added to the component sizes: keeps empty components' weights positive.
@@ -351,7 +351,13 @@ class KMeansModel:
 
     def point_scores(self, solver, state):
         """Per-point costs of the l0 problem (eq. (3)) at the state's centres."""
-        return solver.sample_weight * self.clean_costs(solver, solver.products_of(state))
+        if self.hard and _fused.dense_linear(solver):
+            # one compiled pass instead of the N x C distance matrix
+            g = solver.geometry
+            costs = _fused.nearest_sq_distances(g.X, state.centers, g.sq_norms)
+        else:
+            costs = self.clean_costs(solver, solver.products_of(state))
+        return solver.sample_weight * costs
 
 
 class MixtureBase:
