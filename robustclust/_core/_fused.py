@@ -68,6 +68,7 @@ def _row_dot(X, i, M, c):
     return acc
 
 
+_NO_NEAR = np.empty(0, dtype=np.int32)
 _NO_L = np.empty((0, 0), dtype=np.float32)
 _NO_CUM = np.empty(0)
 _NO_COSTS = np.empty(0)
@@ -273,14 +274,19 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     for j in range(p):
                         sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
             else:
-                labels[i] = arg
+                # the output arrays mostly hold these values already (those of
+                # two passes ago): a line only read is not written back
+                if labels[i] != arg:
+                    labels[i] = arg
                 v = xx + lowr
                 if v > 0.0:
                     tot[2] += w * v
                 if costs.shape[0]:
                     costs[i] = max(v, 0.0)
-                shrink[i] = 0.0
-                size[i] = 0.0
+                if shrink[i] != 0.0:
+                    shrink[i] = 0.0
+                if size[i] != 0.0:
+                    size[i] = 0.0
                 weights[arg] += w
                 for j in range(p):
                     sums[arg, j] += w * X[i, j]
@@ -309,13 +315,28 @@ class Bounds:
     """
 
     def __init__(self, n, n_clusters, scale):
-        self.near = np.zeros(n, dtype=np.intp)
+        self.near = np.zeros(n, dtype=np.int32)
         self.L = np.empty((n, n_clusters), dtype=np.float32)
         self.cum = np.zeros(n_clusters)
         self.centers = None
         #: drifts added up past ``RESET_DRIFT`` times this (max ||x||) make the
         #: float32 bounds coarse: the next pass stores them anew
         self.scale = scale
+        #: plain passes to run before the bounds are stored again, and how
+        #: many times in a row they have not paid
+        self.wait = 0
+        self.misses = 0
+
+    def settle(self, computed, n):
+        """After a pass that used the bounds: while the centres still move far
+        (the bounds settled fewer than half the rows), a pass with them costs
+        more than one without (the failed tests, storing the bounds); then
+        wait 1, 2, 4, 8 plain passes before trying them again."""
+        if 2 * computed > n:
+            self.misses += 1
+            self.wait = 2 ** min(self.misses - 1, 3)
+        else:
+            self.misses = 0
 
 
 #: See :class:`Bounds`.
@@ -402,10 +423,15 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     gaps = mm[:, None] + mm[None, :] - 2.0 * MM
     np.fill_diagonal(gaps, np.inf)
     sep = np.maximum(gaps.min(axis=1), 0.0) if C > 1 else np.full(C, np.inf)
-    bounds_mode, near, L, cum, cdist = _NO_BOUNDS, prev_labels, _NO_L, _NO_CUM, gaps
+    bounds_mode, near, L, cum, cdist = _NO_BOUNDS, _NO_NEAR, _NO_L, _NO_CUM, gaps
+    if bounds is not None and nearest:
+        raise ValueError("bounds need the previous labels (nearest=False)")
+    if bounds is not None and bounds.wait > 0:
+        # backing off: a plain pass, after which the bounds are stale
+        bounds.wait -= 1
+        bounds.centers = None
+        bounds = None
     if bounds is not None:
-        if nearest:
-            raise ValueError("bounds need the previous labels (nearest=False)")
         bounds_mode = _STORE_BOUNDS
         if bounds.centers is not None:
             bounds.cum += np.sqrt(((M64 - bounds.centers) ** 2).sum(axis=1)) * (1.0 + 1e-12)
@@ -462,6 +488,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             future.result()
     if bounds is not None:
         bounds.centers = M64.copy()
+        if bounds_mode == _USE_BOUNDS:
+            bounds.settle(int(acc[:, 3].sum()), n)
     # one block: its own arrays (a sum over one block would copy them)
     total, sums, weights = ((acc[0], sums[0], weights[0]) if n_blocks == 1
                             else (acc.sum(axis=0), sums.sum(axis=0), weights.sum(axis=0)))
