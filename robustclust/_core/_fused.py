@@ -18,7 +18,10 @@ chunked pass over X, as scikit-learn's Lloyd loop does for K-means:
 * the stopping rule's ||O_t - O_{t-1}||_F from both iterates' (s, l, M).
 
 No outlier row is gathered and no set is formed: the cost of an iteration does
-not depend on how many points are flagged.  These are the same formulas as
+not depend on how many points are flagged.  Once the centres move little,
+Elkan's bounds (:class:`Bounds`) show for most rows that the nearest centre
+has not changed; such a row costs one product <x, m_l> instead of a row of
+G, and only the other rows go through the BLAS call.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
 per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split over a few
