@@ -69,17 +69,23 @@ def test_fused_path_is_kmeans_at_infinite_lambda():
 def test_fused_path_equals_numpy_path_along_a_warm_started_path(monkeypatch, kw):
     # warm starts carry the fused pass's cluster sums from one lambda to the
     # next; they must not leak a stale M-step into the new lambda
-    from robustclust import regularization_path
     from robustclust.datasets import make_blobs_with_outliers
     X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
     est = RobustKMeans(4, random_state=0, n_init=2, **kw)
-    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 0)
-    fused = regularization_path(est, X, n_lambdas=25)
-    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
-    plain = regularization_path(est, X, n_lambdas=25)
-    np.testing.assert_array_equal(fused.n_outliers, plain.n_outliers)
-    np.testing.assert_array_equal(fused.n_iter, plain.n_iter)
-    np.testing.assert_allclose(fused.centers, plain.centers, rtol=1e-9, atol=1e-9)
+    _same_path_both_ways(monkeypatch, est, X, "FUSED_MIN_ROWS", 0, 10**9, 25)
+
+
+def _same_path_both_ways(monkeypatch, est, X, switch, on, off, n_lambdas):
+    """The regularization path with the module constant ``switch`` at ``on`` and
+    at ``off``: the same counts and iterations, centres to 1e-9."""
+    from robustclust import regularization_path
+    monkeypatch.setattr(fused_module, switch, on)
+    first = regularization_path(est, X, n_lambdas=n_lambdas)
+    monkeypatch.setattr(fused_module, switch, off)
+    second = regularization_path(est, X, n_lambdas=n_lambdas)
+    np.testing.assert_array_equal(first.n_outliers, second.n_outliers)
+    np.testing.assert_array_equal(first.n_iter, second.n_iter)
+    np.testing.assert_allclose(first.centers, second.centers, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, penalty="elementwise"),
@@ -277,16 +283,9 @@ def test_fits_with_distance_bounds_equal_fits_without(monkeypatch, kw):
 
 def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkeypatch):
     # the bounds outlive each lambda's run: the next run adds its centres' drift
-    from robustclust import regularization_path
     X, _ = _overlapping(n=3000, p=9, C=4, seed=4)
     est = RobustKMeans(4, random_state=0, n_init=2)
-    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 0)
-    bounded = regularization_path(est, X, n_lambdas=30)
-    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 10**9)
-    plain = regularization_path(est, X, n_lambdas=30)
-    np.testing.assert_array_equal(bounded.n_outliers, plain.n_outliers)
-    np.testing.assert_array_equal(bounded.n_iter, plain.n_iter)
-    np.testing.assert_allclose(bounded.centers, plain.centers, rtol=1e-9, atol=1e-9)
+    _same_path_both_ways(monkeypatch, est, X, "BOUNDS_MIN_DIM", 0, 10**9, 30)
 
 
 @settings(max_examples=60, deadline=None)
