@@ -324,3 +324,21 @@ def test_bounds_never_change_a_pass(seed, n, p, C, scale, lam, rounded):
         prev = a["labels"]
         move = rng.normal(size=M.shape) * scale
         M = np.round(M + move) if rounded else M + move
+
+
+def test_bounds_record_how_far_the_fastest_centre_has_moved_since_each_pass():
+    bounds = fused_module.Bounds(10, 3, 1.0)
+    moves = [np.zeros(3), np.array([0.5, 0.0, 0.1]), np.array([0.0, 0.3, 0.0]),
+             np.array([0.2, 0.2, 0.0])]
+    for t, move in enumerate(moves):
+        bounds.cum += move
+        since, now = bounds.record(restart=t == 0)
+        assert now == t
+        cum = np.cumsum(moves[: t + 1], axis=0)
+        expected = [(cum[-1] - cum[s]).max() for s in range(t + 1)]
+        np.testing.assert_allclose(since, expected, rtol=0, atol=1e-14)
+        assert (since >= np.array(expected)).all()  # rounded up, never down
+    for _ in range(70):  # the history grows past its first allocation
+        bounds.record(restart=False)
+    assert bounds.passes == 74
+    assert bounds.record(restart=True)[1] == 0

@@ -73,6 +73,7 @@ def _row_dot(X, i, M, c):
 
 _NO_NEAR = np.empty(0, dtype=np.int32)
 _NO_L = np.empty((0, 0), dtype=np.float32)
+_NO_LMIN = np.empty(0, dtype=np.float32)
 _NO_CUM = np.empty(0)
 _NO_COSTS = np.empty(0)
 
@@ -85,7 +86,7 @@ _NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS = 0, 1, 2
 def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                 prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
                 irls, mode, need_shift, transposed, start, stop, chunk_rows,
-                bounds_mode, near, L, cum, kerr, mmax,
+                bounds_mode, near, L, cum, lmin, stamp, since, now, sepd, kerr, mmax,
                 labels, ref, shrink, size, sums, weights, acc, costs):
     """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
 
@@ -130,11 +131,16 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
                     ua = math.sqrt(ua2)
                     need = math.sqrt(ua2 + e)
-                    # cdist[a, a] is infinite: c = a never counts (a loop the
-                    # compiler vectorizes, without a branch per centre)
+                    # first Hamerly's test, from one number per row: the least
+                    # lower bound at the row's last storing, less the most any
+                    # centre has moved since, or half the gap to m_a's nearest
+                    # other centre; then each centre's own bound (cdist[a, a]
+                    # is infinite: c = a never counts; a loop the compiler
+                    # vectorizes, without a branch per centre)
                     open_ = 0
-                    for c in range(C):
-                        open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+                    if lmin[i] - since[stamp[i]] < need and sepd[a] - ua < need:
+                        for c in range(C):
+                            open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
                     if open_ == 0:
                         gsettled[r] = ga
                         continue
@@ -200,10 +206,16 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 if bounds_mode != 0:
                     near[i] = arg
                     e = kerr * math.sqrt(xx * mmax)
+                    least = np.inf
                     for c in range(C):
                         d2 = xx + mm[c] - 2.0 * grow[c] - e
-                        v = (math.sqrt(d2) if d2 > 0.0 else 0.0) + cum[c]
+                        lc = math.sqrt(d2) if d2 > 0.0 else 0.0
+                        if c != arg and lc < least:
+                            least = lc
+                        v = lc + cum[c]
                         L[i, c] = v - 1.2e-7 * v  # rounds down to float32
+                    lmin[i] = least - 1.2e-7 * least
+                    stamp[i] = now
             else:
                 arg = near[i]
                 grow[arg] = gsettled[r]
@@ -322,13 +334,33 @@ class Bounds:
         self.L = np.empty((n, n_clusters), dtype=np.float32)
         self.cum = np.zeros(n_clusters)
         self.centers = None
-        #: drifts added up past ``RESET_DRIFT`` times this (max ||x||) make the
-        #: float32 bounds coarse: the next pass stores them anew
+        #: per row, the least bound over the other centres when it was last
+        #: stored, and the pass that stored it; ``history[t]`` is ``cum`` at
+        #: pass t since the last pass that stored every row
+        self.lmin = np.zeros(n, dtype=np.float32)
+        self.stamp = np.zeros(n, dtype=np.int32)
+        self.history = np.empty((64, n_clusters))
+        self.passes = 0
+        #: drifts added up past ``RESET_DRIFT`` times this (max ||x||): the next
+        #: pass stores the bounds anew (see RESET_DRIFT)
         self.scale = scale
         #: plain passes to run before the bounds are stored again, and how
         #: many times in a row they have not paid
         self.wait = 0
         self.misses = 0
+
+    def record(self, restart):
+        """Note this pass's ``cum``; return, for each earlier pass t, how far the
+        fastest centre has moved since (float64, rounded up), and t for this one."""
+        if restart:
+            self.passes = 0
+        if self.passes == len(self.history):
+            self.history = np.concatenate([self.history, np.empty_like(self.history)])
+        self.history[self.passes] = self.cum
+        now = self.passes
+        self.passes += 1
+        since = (self.cum[None, :] - self.history[:self.passes]).max(axis=1)
+        return since + 1e-15 * self.cum.max(), now
 
     def settle(self, computed, n):
         """After a pass that used the bounds: while the centres still move far
@@ -342,8 +374,13 @@ class Bounds:
             self.misses = 0
 
 
-#: See :class:`Bounds`.
-RESET_DRIFT = 1e3
+#: A bound is read as L - cum in float64, rounded by up to 1.1e-16 (L + cum);
+#: with cum at most max ||x|| that stays well inside the margin of the test
+#: (at least 2 p 1.1e-16 max ||x|| in distance), and bounds after drifts that
+#: large would settle nothing anyway.
+RESET_DRIFT = 1.0
+#: Passes after which the bounds are stored anew (each pass keeps a C-vector).
+MAX_HISTORY = 4096
 
 
 def bounds_of(geometry, n_clusters):
@@ -427,6 +464,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     np.fill_diagonal(gaps, np.inf)
     sep = np.maximum(gaps.min(axis=1), 0.0) if C > 1 else np.full(C, np.inf)
     bounds_mode, near, L, cum, cdist = _NO_BOUNDS, _NO_NEAR, _NO_L, _NO_CUM, gaps
+    lmin, stamp, since, now, sepd = _NO_LMIN, _NO_NEAR, _NO_CUM, 0, _NO_CUM
     if bounds is not None and nearest:
         raise ValueError("bounds need the previous labels (nearest=False)")
     if bounds is not None and bounds.wait > 0:
@@ -438,14 +476,17 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         bounds_mode = _STORE_BOUNDS
         if bounds.centers is not None:
             bounds.cum += np.sqrt(((M64 - bounds.centers) ** 2).sum(axis=1)) * (1.0 + 1e-12)
-            if bounds.cum.max() <= RESET_DRIFT * bounds.scale:
+            if (bounds.cum.max() <= RESET_DRIFT * bounds.scale
+                    and bounds.passes < MAX_HISTORY):
                 bounds_mode = _USE_BOUNDS
         if bounds_mode == _STORE_BOUNDS:
             bounds.cum[:] = 0.0
-        near, L, cum = bounds.near, bounds.L, bounds.cum
+        since, now = bounds.record(bounds_mode == _STORE_BOUNDS)
+        near, L, cum, lmin, stamp = bounds.near, bounds.L, bounds.cum, bounds.lmin, bounds.stamp
         # centre-to-centre distances, rounded down
         cdist = np.sqrt(np.maximum(gaps - 1e-12 * (mm[:, None] + mm[None, :]), 0.0))
         np.fill_diagonal(cdist, np.inf)
+        sepd = cdist.min(axis=1) if C > 1 else np.full(C, np.inf)
     # |error| of a difference of two squared distances from products in X's
     # precision over p terms is at most 4 gamma_p ||x|| max ||m||; the margin
     # is twice that, plus the float64 products' own
@@ -478,7 +519,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     args = [(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
              prev_labels, prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0),
              float(eps), bool(weighted), bool(irls), mode, bool(need_shift), transposed,
-             edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, kerr, mmax,
+             edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, lmin, stamp,
+             since, now, sepd, kerr, mmax,
              labels, ref, shrink, size, sums[b], weights[b], acc[b],
              _NO_COSTS if costs is None else costs)
             for b in range(n_blocks)]
