@@ -264,12 +264,28 @@ def test_bounds_with_equal_centres_and_points_on_ties():
     assert b["computed"] >= 20 + (prev >= 2).sum()
 
 
+def _count_settled_passes(monkeypatch):
+    """Count, in the list returned, the passes in which the bounds settled rows."""
+    count = [0]
+    real = fused_module.hard_pass
+
+    def counting(X, *args, **kw):
+        out = real(X, *args, **kw)
+        count[0] += out["computed"] < len(X)
+        return out
+
+    monkeypatch.setattr(fused_module, "hard_pass", counting)
+    return count
+
+
 @pytest.mark.parametrize("kw", [dict(lam=6.0), dict(n_outliers=150), dict(lam=0.2, weighted=True)])
 def test_fits_with_distance_bounds_equal_fits_without(monkeypatch, kw):
     X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
     est = dict(n_init=2, random_state=0, tol=1e-8, **kw)
-    monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 0)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_WORK", 0)
+    settled = _count_settled_passes(monkeypatch)
     bounded = RobustKMeans(5, **est).fit(X)
+    assert settled[0] > 0  # the bounds skipped rows
     monkeypatch.setattr(fused_module, "BOUNDS_MIN_DIM", 10**9)
     plain = RobustKMeans(5, **est).fit(X)
     np.testing.assert_array_equal(bounded.labels_, plain.labels_)
@@ -285,7 +301,10 @@ def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkey
     # the bounds outlive each lambda's run: the next run adds its centres' drift
     X, _ = _overlapping(n=3000, p=9, C=4, seed=4)
     est = RobustKMeans(4, random_state=0, n_init=2)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_WORK", 0)
+    settled = _count_settled_passes(monkeypatch)
     _same_path_both_ways(monkeypatch, est, X, "BOUNDS_MIN_DIM", 0, 10**9, 30)
+    assert settled[0] > 0
 
 
 @settings(max_examples=60, deadline=None)
