@@ -103,7 +103,12 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
     """
     C = centers_t.shape[1]
     p = X.shape[1]
-    tot = np.zeros(4)  # shift^2, ||O||^2, objective, rows through the BLAS call
+    tot = np.zeros(4)
+    # own[a, c]: infinite for c = a, else 0 (the least bound over the other centres)
+    own = np.zeros((C, C))
+    for c in range(C):
+        own[c, c] = np.inf
+    sepd2 = sepd * sepd  # shift^2, ||O||^2, objective, rows through the BLAS call
     if transposed:
         buf = np.empty((C, chunk_rows), dtype=X.dtype)
     else:
@@ -131,18 +136,24 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 if prev_labels[i] == a:
                     xx = sq_norms[i]
                     ga = _row_dot(X, i, M64, a)
-                    e = kerr * math.sqrt(xx * mmax)
+                    # the margin, kerr sqrt(||x||^2 max||m||^2), bounded by
+                    # the mean of the two (no square root)
+                    e = kerr * 0.5 * (xx + mmax)
                     ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
-                    ua = math.sqrt(ua2)
-                    need = math.sqrt(ua2 + e)
+                    need2 = ua2 + e
                     # first Hamerly's test, from one number per row: the least
                     # lower bound at the row's last storing, less the most any
-                    # centre has moved since, or half the gap to m_a's nearest
-                    # other centre; then each centre's own bound (cdist[a, a]
-                    # is infinite: c = a never counts; a loop the compiler
-                    # vectorizes, without a branch per centre)
+                    # centre has moved since (h >= need, squared), or half the
+                    # gap to m_a's nearest other centre (sepd[a] - ua >= need
+                    # holds when sepd[a] >= 2 need, as ua <= need); then each
+                    # centre's own bound (cdist[a, a] is infinite: c = a never
+                    # counts; a loop the compiler vectorizes, without a branch
+                    # per centre)
+                    h = lmin[i] - since[stamp[i]]
                     open_ = 0
-                    if lmin[i] - since[stamp[i]] < need and sepd[a] - ua < need:
+                    if not ((h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2):
+                        ua = math.sqrt(ua2)
+                        need = math.sqrt(need2)
                         for c in range(C):
                             open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
                     if open_ == 0:
@@ -203,33 +214,34 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
             # grow: <x_i, m_c> for every c when complete, else only for the nearest
             complete = k >= 0
             if complete:
-                for c in range(C):
-                    grow[c] = G[c, k] if transposed else G[k, c]
                 arg = nearest[k]
                 lowr = low[k]
                 if bounds_mode != 0:
                     near[i] = arg
-                    e = kerr * math.sqrt(xx * mmax)
+                    e = kerr * 0.5 * (xx + mmax)
+                    # branch-free (the compiler vectorizes it); c = arg is
+                    # left out of the least bound by an infinite term
                     least = np.inf
                     for c in range(C):
-                        d2 = xx + mm[c] - 2.0 * grow[c] - e
-                        lc = math.sqrt(d2) if d2 > 0.0 else 0.0
-                        if c != arg and lc < least:
-                            least = lc
+                        gc = G[c, k] if transposed else G[k, c]
+                        lc = math.sqrt(max(xx + mm[c] - 2.0 * gc - e, 0.0))
+                        least = min(least, lc + own[arg, c])
                         v = lc + cum[c]
                         L[i, c] = v - 1.2e-7 * v  # rounds down to float32
                     lmin[i] = least - 1.2e-7 * least
                     stamp[i] = now
             else:
                 arg = near[i]
-                grow[arg] = gsettled[r]
                 lowr = mm[arg] - 2.0 * gsettled[r]
             if mode == 1:
                 l = arg
                 ref[i] = l
             else:
                 l = prev_labels[i]
-            gl = grow[l]
+            if complete:
+                gl = G[l, k] if transposed else G[k, l]
+            else:
+                gl = gsettled[r]
             r2 = xx + mm[l] - 2.0 * gl
             if r2 < 0.0:
                 r2 = 0.0
@@ -261,8 +273,10 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 else:
                     if not complete:
                         for c in range(C):
-                            if c != l:
-                                grow[c] = _row_dot(X, i, M64, c)
+                            grow[c] = gl if c == l else _row_dot(X, i, M64, c)
+                    else:
+                        for c in range(C):
+                            grow[c] = G[c, k] if transposed else G[k, c]
                     for c in range(C):
                         dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
                     lab = 0
