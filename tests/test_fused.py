@@ -264,6 +264,46 @@ def test_bounds_with_equal_centres_and_points_on_ties():
     assert b["computed"] >= 20 + (prev >= 2).sum()
 
 
+def test_bounds_are_stored_only_when_the_probe_predicts_they_will_settle_most_rows():
+    # a pass that would store the bounds first predicts, on a few rows, how
+    # many the next pass would settle if the centres moved as they just did
+    X, M0 = _overlapping(n=4000, p=16, C=5, seed=3)
+    sq = (X ** 2).sum(1)
+    w = np.ones(len(X))
+    rows = np.arange(0, len(X), 4)
+    bounds = fused_module.Bounds(len(X), 5, float(np.sqrt(sq.max())),
+                                 probe=(X[rows], sq[rows]))
+    res = hard_pass(X, M0, sq, w, np.zeros(len(X), dtype=np.intp), nearest=True)
+    centers = [M0]
+    for _ in range(40):
+        centers.append(res["sums"] / res["weights"][:, None])
+        res = hard_pass(X, centers[-1], sq, w, res["labels"])
+    M = centers[-1]
+    spacing = np.sqrt(((M[:, None] - M[None]) ** 2).sum(-1))[np.triu_indices(5, 1)].min()
+    mm = (M ** 2).sum(1)
+    assert not bounds.worth_storing(M, mm)  # no move seen yet
+    bounds.moved(M - 1e-9)
+    assert bounds.worth_storing(M, mm)  # still centres: every row settles
+    bounds.moved(M - spacing)  # centres moving by their own spacing: few rows would
+    assert not bounds.worth_storing(M, mm)
+
+    # in a pass: the first one (no move known) and a far jump store nothing,
+    # small moves store, and the pass after settles most rows; the results are
+    # those of plain passes
+    fresh = fused_module.Bounds(len(X), 5, float(np.sqrt(sq.max())), probe=(X[rows], sq[rows]))
+    labels = res["labels"]
+    computed, stored = [], []
+    for M_t in (M0, centers[-3], centers[-2], centers[-1]):
+        a = hard_pass(X, M_t, sq, w, labels, bounds=fresh)
+        b = hard_pass(X, M_t, sq, w, labels)
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        computed.append(a["computed"])
+        stored.append(fresh.centers is not None)
+        labels = b["labels"]
+    assert stored == [False, False, True, True]  # M0 -> centers[-3] is a far jump
+    assert computed[:3] == [len(X)] * 3 and computed[3] < len(X) // 10
+
+
 def _count_settled_passes(monkeypatch):
     """Count, in the list returned, the passes in which the bounds settled rows."""
     count = [0]

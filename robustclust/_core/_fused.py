@@ -347,7 +347,7 @@ class Bounds:
     from: a pass adds its centres' drift from ``centers``.
     """
 
-    def __init__(self, n, n_clusters, scale):
+    def __init__(self, n, n_clusters, scale, probe=None):
         self.near = np.zeros(n, dtype=np.int32)
         self.L = np.empty((n, n_clusters), dtype=np.float32)
         self.cum = np.zeros(n_clusters)
@@ -366,6 +366,47 @@ class Bounds:
         #: many times in a row they have not paid
         self.wait = 0
         self.misses = 0
+        #: rows of X (float64) and their squared norms on which a pass that
+        #: would store the bounds first predicts whether they will pay
+        #: (:meth:`worth_storing`); None: store whenever the bounds are stale
+        self.probe = probe
+        #: the centres of the last pass (whether it used the bounds or not)
+        #: and how far the fastest of them moved in it
+        self.last = None
+        self.last_move = None
+
+    def moved(self, centers):
+        """Note the centres of a pass (for :meth:`worth_storing`)."""
+        if self.last is not None:
+            self.last_move = float(np.sqrt(((centers - self.last) ** 2).sum(axis=1)).max())
+        self.last = centers.copy()
+
+    def worth_storing(self, centers, mm):
+        """Whether bounds stored at ``centers`` would settle at least
+        ``STORE_MIN_SETTLED`` of the probe rows at the next pass, if the
+        centres move by then as they did since the last pass, scaled by how
+        that move compares with the one before (the moves shrink as a run
+        converges).  Storing costs most of a pass more than a plain one: while
+        the centres still move far, the next pass would settle few rows.
+        """
+        if self.probe is None:
+            return True
+        if self.last is None:
+            return False
+        drift = np.sqrt(((centers - self.last) ** 2).sum(axis=1))
+        top = float(drift.max())
+        if self.last_move and top < self.last_move:
+            drift = drift * (top / self.last_move)
+        Xs, sq = self.probe
+        D = np.sqrt(np.maximum(sq[:, None] + mm[None, :] - 2.0 * (Xs @ centers.T), 0.0))
+        a = D.argmin(axis=1)
+        rows = np.arange(len(D))
+        # Elkan's test at the next pass, with exact bounds: every other centre
+        # stays farther than the nearest one after both have moved
+        reach = D[rows, a] + drift[a]
+        low = D - drift[None, :]
+        low[rows, a] = np.inf
+        return float((low.min(axis=1) >= reach).mean()) >= STORE_MIN_SETTLED
 
     def record(self, restart):
         """Note this pass's ``cum``; return, for each earlier pass t, how far the
@@ -385,7 +426,7 @@ class Bounds:
         (the bounds settled fewer than half the rows), a pass with them costs
         more than one without (the failed tests, storing the bounds); then
         wait 1, 2, 4, 8 plain passes before trying them again."""
-        if 2 * computed > n:
+        if 4 * computed > n:
             self.misses += 1
             self.wait = 2 ** min(self.misses - 1, 3)
         else:
@@ -399,6 +440,11 @@ class Bounds:
 RESET_DRIFT = 1.0
 #: Passes after which the bounds are stored anew (each pass keeps a C-vector).
 MAX_HISTORY = 4096
+#: Share of the probe rows that bounds stored now must be predicted to settle
+#: at the next pass for a run to store them (see :meth:`Bounds.worth_storing`).
+STORE_MIN_SETTLED = 0.8
+#: Rows of X on which that prediction is made.
+PROBE_ROWS = 1024
 
 
 def bounds_of(geometry, n_clusters):
@@ -408,8 +454,10 @@ def bounds_of(geometry, n_clusters):
         return None
     bounds = geometry.pass_bounds
     if bounds is None or bounds.L.shape[1] != n_clusters:
-        bounds = Bounds(geometry.n_samples, n_clusters,
-                        math.sqrt(float(geometry.sq_norms.max())))
+        n = geometry.n_samples
+        rows = np.linspace(0, n - 1, min(n, PROBE_ROWS)).astype(np.intp)
+        probe = (np.asarray(geometry.X[rows], dtype=np.float64), geometry.sq_norms[rows])
+        bounds = Bounds(n, n_clusters, math.sqrt(float(geometry.sq_norms.max())), probe)
         geometry.pass_bounds = bounds
     return bounds
 
@@ -485,6 +533,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     lmin, stamp, since, now, sepd = _NO_LMIN, _NO_NEAR, _NO_CUM, 0, _NO_CUM
     if bounds is not None and nearest:
         raise ValueError("bounds need the previous labels (nearest=False)")
+    kept = bounds
     if bounds is not None and bounds.wait > 0:
         # backing off: a plain pass, after which the bounds are stale
         bounds.wait -= 1
@@ -497,6 +546,11 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             if (bounds.cum.max() <= RESET_DRIFT * bounds.scale
                     and bounds.passes < MAX_HISTORY):
                 bounds_mode = _USE_BOUNDS
+        if bounds_mode == _STORE_BOUNDS and not bounds.worth_storing(M64, mm):
+            # the next pass would settle few rows: a plain pass
+            bounds.centers = None
+            bounds_mode, bounds = _NO_BOUNDS, None
+    if bounds is not None:
         if bounds_mode == _STORE_BOUNDS:
             bounds.cum[:] = 0.0
         since, now = bounds.record(bounds_mode == _STORE_BOUNDS)
@@ -549,6 +603,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             _EXECUTOR = ThreadPoolExecutor(max_workers=_N_THREADS)
         for future in [_EXECUTOR.submit(_hard_block, *a) for a in args]:
             future.result()
+    if kept is not None:
+        kept.moved(M64)
     if bounds is not None:
         bounds.centers = M64.copy()
         if bounds_mode == _USE_BOUNDS:
