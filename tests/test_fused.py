@@ -401,3 +401,47 @@ def test_bounds_record_how_far_the_fastest_centre_has_moved_since_each_pass():
         bounds.record(restart=False)
     assert bounds.passes == 74
     assert bounds.record(restart=True)[1] == 0
+
+
+@pytest.mark.parametrize("kw", [dict(lam=6.0, max_iter=4), dict(lam=6.0, tol=1e-6),
+                                dict(n_outliers=150), dict(lam=np.inf, max_iter=3)])
+def test_the_fit_reports_the_l0_costs_its_last_pass_kept(monkeypatch, kw):
+    # trimmed_cost_ (eq. (3) at the fitted centres) is read off the last pass
+    # when it kept the costs (its centres had settled, or it was the run's
+    # last): no pass over X of its own
+    X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
+    calls = [0]
+    real = fused_module.nearest_sq_distances
+
+    def counting(*args):
+        calls[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(fused_module, "nearest_sq_distances", counting)
+    model = RobustKMeans(5, n_init=1, random_state=0, **kw).fit(X)
+    s = int(model.outlier_mask_.sum())
+    d = ((X[:, None, :] - model.cluster_centers_[None]) ** 2).sum(-1).min(axis=1)
+    expected = np.sort(d)[: len(X) - s].sum() if s else d.sum()
+    assert model.trimmed_cost_ == pytest.approx(expected, rel=1e-10)
+    if "n_outliers" not in kw:
+        assert calls[0] == 0
+
+
+def test_kept_costs_belong_to_the_state_whose_pass_kept_them():
+    # the stepper's two sets of output arrays alternate: once a later pass has
+    # written into a state's arrays, that state's costs are not read any more
+    X, _ = _overlapping(n=2000, p=4, C=3, seed=1)
+    problem = RobustKMeans(3, n_init=1, random_state=0).build_problem(X)
+    solver = problem.solver
+    stepper = fused_module.FusedStepper(solver, 5.0, solver.penalty, tol=np.inf, max_iter=10)
+    state = fused_module.init_state(solver, problem.inits[0], 5.0)
+    states = []
+    for _ in range(3):
+        state, _ = stepper.step(state)  # tol = inf: every pass may end the run
+        states.append(state)
+    g = solver.geometry
+    for st_ in states[1:]:
+        kept = fused_module.kept_costs(st_)
+        np.testing.assert_allclose(kept, fused_module.nearest_sq_distances(
+            g.X, st_.centers, g.sq_norms), rtol=1e-12, atol=1e-12)
+    assert fused_module.kept_costs(states[0]) is None  # its arrays now hold the third pass's

@@ -254,6 +254,8 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 r_ = math.sqrt(r2)
                 s = 1.0 - tau / r_
             w = sample_weight[i]
+            if costs.shape[0]:
+                costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
             if s > 0.0:
                 t = 1.0 - s
                 sz = s * r_
@@ -314,8 +316,6 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 v = xx + lowr
                 if v > 0.0:
                     tot[2] += w * v
-                if costs.shape[0]:
-                    costs[i] = max(v, 0.0)
                 if shrink[i] != 0.0:
                     shrink[i] = 0.0
                 if size[i] != 0.0:
@@ -503,8 +503,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         equal; sums to rounding): the bounds carry a margin for the rounding
         of every product.  Not with ``nearest=True``.
     costs : ndarray of shape (N,), optional
-        Filled with each inlier's ||x_n - m_c(n)||^2 (every point's squared
-        distance to its nearest centre when ``lam`` is infinite).
+        Filled with every point's squared distance to its nearest centre,
+        min_c ||x_n - m_c||^2 (the l0 costs of eq. (3)).
 
     Returns
     -------
@@ -628,6 +628,17 @@ def nearest_sq_distances(X, centers, sq_norms):
     return costs
 
 
+def kept_costs(state):
+    """The l0 costs (N,) that the pass which made ``state`` kept for its centres
+    (see :meth:`FusedStepper.step`), or None."""
+    pending = state.pending
+    result = pending[3] if isinstance(pending, tuple) and len(pending) == 4 else None
+    if (result is None or result.get("costs") is None
+            or result.get("costs_of") is not state.centers):
+        return None
+    return result["costs"]
+
+
 def dense_linear(solver):
     """Whether ``solver``'s geometry is a dense NumPy X (no kernel) of at least
     ``FUSED_MIN_ROWS`` rows: what the compiled pass reads."""
@@ -724,8 +735,10 @@ class FusedStepper:
     is never written to).
     """
 
-    def __init__(self, solver, lam, penalty, tol=None):
+    def __init__(self, solver, lam, penalty, tol=None, max_iter=None):
         self.solver = solver
+        self.max_iter = solver.max_iter if max_iter is None else max_iter
+        self.steps = 0
         self.lam = lam
         self.penalty = penalty
         self.tol = solver.tol if tol is None else tol
@@ -761,13 +774,28 @@ class FusedStepper:
         centers = solver.model.divide(solver, sums, totals, state)
         c_norm = float(np.linalg.norm(centers))
         c_shift = float(np.linalg.norm(centers - state.centers))
+        self.steps += 1
+        out = self.buffers[self.turn]
+        # a pass that may end the run (the centres have settled, or the last
+        # iteration) keeps its l0 costs: the fit reports them
+        # (KMeansModel.point_scores), and they save a pass over X
+        may_end = c_shift <= self.tol * c_norm or self.steps >= self.max_iter
+        costs = None
+        if out is not None:
+            out["costs_of"] = None  # its arrays are about to hold this pass's results
+            costs = out.get("costs") if may_end else None
+        if may_end and costs is None:
+            costs = np.empty(g.n_samples)
         result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight, state.labels,
                            lam=self.lam, tau0=self.tau0, eps=self.eps,
                            weighted=self.penalty.weighted, irls=self.irls,
                            prev_size=prev["size"], old_shrink=prev["shrink"],
                            old_ref=prev["ref"], old_centers=state.centers,
                            need_shift=c_shift <= self.tol * c_norm,
-                           out=self.buffers[self.turn], bounds=self.bounds)
+                           out=out, bounds=self.bounds, costs=costs)
+        # the costs belong to these centres (a later pass into this buffer
+        # leaves them with other ones)
+        result["costs"], result["costs_of"] = costs, centers
         self.buffers[self.turn] = result
         self.turn = 1 - self.turn
         new = _state(solver, centers, result, self.key)

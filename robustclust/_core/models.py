@@ -352,9 +352,12 @@ class KMeansModel:
     def point_scores(self, solver, state):
         """Per-point costs of the l0 problem (eq. (3)) at the state's centres."""
         if self.hard and _fused.dense_linear(solver):
-            # one compiled pass instead of the N x C distance matrix
+            # the costs of the pass that made the state when it kept them,
+            # else one compiled pass instead of the N x C distance matrix
             g = solver.geometry
-            costs = _fused.nearest_sq_distances(g.X, state.centers, g.sq_norms)
+            costs = _fused.kept_costs(state)
+            if costs is None:
+                costs = _fused.nearest_sq_distances(g.X, state.centers, g.sq_norms)
         else:
             costs = self.clean_costs(solver, solver.products_of(state))
         return solver.sample_weight * costs

@@ -191,7 +191,7 @@ class Solver:
         tol = self.tol if tol is None else tol
         penalty = self.log_penalty if weighted else self.penalty
         if _fused.eligible(self, penalty):
-            stepper = _fused.FusedStepper(self, lam, penalty, tol)
+            stepper = _fused.FusedStepper(self, lam, penalty, tol, max_iter)
         else:
             # a model stopping on its objective never reads the shifts
             stepper = _Stepper(self, lam, penalty,

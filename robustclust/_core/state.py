@@ -135,7 +135,7 @@ class State:
         Cost after each iteration of the run that produced the state.
     pending : tuple or None
         What the next centre step divides, when the compiled hard pass
-        already has it: (sums, weights, key).
+        already has it: (sums, weights, key, the pass's per-point results).
     soft : tuple or None
         Soft K-means on NumPy: (U, U^q, residual weights u_n^q / sum_c u_nc^q)
         kept by the U-step that computed U; valid only while ``memberships``
