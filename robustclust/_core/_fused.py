@@ -103,12 +103,12 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
     """
     C = centers_t.shape[1]
     p = X.shape[1]
-    tot = np.zeros(4)
+    tot = np.zeros(4)  # shift^2, ||O||^2, objective, rows through the BLAS call
     # own[a, c]: infinite for c = a, else 0 (the least bound over the other centres)
     own = np.zeros((C, C))
     for c in range(C):
         own[c, c] = np.inf
-    sepd2 = sepd * sepd  # shift^2, ||O||^2, objective, rows through the BLAS call
+    sepd2 = sepd * sepd
     if transposed:
         buf = np.empty((C, chunk_rows), dtype=X.dtype)
     else:
@@ -423,7 +423,7 @@ class Bounds:
 
     def settle(self, computed, n):
         """After a pass that used the bounds: while the centres still move far
-        (the bounds settled fewer than half the rows), a pass with them costs
+        (more than a quarter of the rows were computed), a pass with them costs
         more than one without (the failed tests, storing the bounds); then
         wait 1, 2, 4, 8 plain passes before trying them again."""
         if 4 * computed > n:
