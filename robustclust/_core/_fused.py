@@ -75,6 +75,14 @@ def _row_dot(X, i, M, c):
     return acc
 
 
+@njit(nogil=True, cache=True)
+def _margin(kerr, xx, mmax):
+    """The rounding margin of the bounds for a row with ||x||^2 = xx, in squared
+    distance: kerr sqrt(xx max||m||^2), bounded by the mean of the two (no
+    square root).  The test and the storing of the bounds must use the same one."""
+    return kerr * 0.5 * (xx + mmax)
+
+
 _NO_NEAR = np.empty(0, dtype=np.int32)
 _NO_L = np.empty((0, 0), dtype=np.float32)
 _NO_LMIN = np.empty(0, dtype=np.float32)
@@ -136,9 +144,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 if prev_labels[i] == a:
                     xx = sq_norms[i]
                     ga = _row_dot(X, i, M64, a)
-                    # the margin, kerr sqrt(||x||^2 max||m||^2), bounded by
-                    # the mean of the two (no square root)
-                    e = kerr * 0.5 * (xx + mmax)
+                    e = _margin(kerr, xx, mmax)
                     ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
                     need2 = ua2 + e
                     # first Hamerly's test, from one number per row: the least
@@ -218,7 +224,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 lowr = low[k]
                 if bounds_mode != 0:
                     near[i] = arg
-                    e = kerr * 0.5 * (xx + mmax)
+                    e = _margin(kerr, xx, mmax)
                     # branch-free (the compiler vectorizes it); c = arg is
                     # left out of the least bound by an infinite term
                     least = np.inf
@@ -336,6 +342,11 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
         acc[q] += tot[q]
 
 
+def _moves(new, old):
+    """How far each centre moved from ``old`` to ``new``: ||m_c - m_c'||, (C,)."""
+    return np.sqrt(((new - old) ** 2).sum(axis=1))
+
+
 class Bounds:
     """Elkan's distance bounds of the passes over one X (see :func:`hard_pass`).
 
@@ -378,7 +389,7 @@ class Bounds:
     def moved(self, centers):
         """Note the centres of a pass (for :meth:`worth_storing`)."""
         if self.last is not None:
-            self.last_move = float(np.sqrt(((centers - self.last) ** 2).sum(axis=1)).max())
+            self.last_move = float(_moves(centers, self.last).max())
         self.last = centers.copy()
 
     def worth_storing(self, centers, mm):
@@ -393,7 +404,7 @@ class Bounds:
             return True
         if self.last is None:
             return False
-        drift = np.sqrt(((centers - self.last) ** 2).sum(axis=1))
+        drift = _moves(centers, self.last)
         top = float(drift.max())
         if self.last_move and top < self.last_move:
             drift = drift * (top / self.last_move)
@@ -542,7 +553,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     if bounds is not None:
         bounds_mode = _STORE_BOUNDS
         if bounds.centers is not None:
-            bounds.cum += np.sqrt(((M64 - bounds.centers) ** 2).sum(axis=1)) * (1.0 + 1e-12)
+            bounds.cum += _moves(M64, bounds.centers) * (1.0 + 1e-12)
             if (bounds.cum.max() <= RESET_DRIFT * bounds.scale
                     and bounds.passes < MAX_HISTORY):
                 bounds_mode = _USE_BOUNDS
@@ -779,7 +790,8 @@ class FusedStepper:
         # a pass that may end the run (the centres have settled, or the last
         # iteration) keeps its l0 costs: the fit reports them
         # (KMeansModel.point_scores), and they save a pass over X
-        may_end = c_shift <= self.tol * c_norm or self.steps >= self.max_iter
+        settled = c_shift <= self.tol * c_norm
+        may_end = settled or self.steps >= self.max_iter
         costs = None
         if out is not None:
             out["costs_of"] = None  # its arrays are about to hold this pass's results
@@ -791,7 +803,7 @@ class FusedStepper:
                            weighted=self.penalty.weighted, irls=self.irls,
                            prev_size=prev["size"], old_shrink=prev["shrink"],
                            old_ref=prev["ref"], old_centers=state.centers,
-                           need_shift=c_shift <= self.tol * c_norm,
+                           need_shift=settled,
                            out=out, bounds=self.bounds, costs=costs)
         # the costs belong to these centres (a later pass into this buffer
         # leaves them with other ones)
