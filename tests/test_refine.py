@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robustclust import RobustKMeans, load_model, save_model
+from robustclust._core import _concentration
 from robustclust._core.refine import concentration_steps, refine, separating_lambda
 from robustclust._core.selection import OutlierCountWarning
 from robustclust._core.starts import PointSpace
@@ -235,6 +236,30 @@ def test_command_line_refines_by_default_and_unrefined_keeps_the_paper_estimator
     assert "--unrefined applies to --method kmeans" in capsys.readouterr().err
 
 
+def test_compiled_steps_on_float32_rows_converted_block_by_block_equal_the_numpy_loop():
+    # float32 rows are converted to float64 a block of rows at a time (NumPy's
+    # product converts the whole of X): more rows than a block, both layouts
+    rng = np.random.default_rng(3)
+    n = 2 * _concentration._CONVERT_ROWS + 517
+    means = np.array([[0.0, 0.0, 0.0], [5.0, 0.0, 1.0], [0.0, 6.0, -1.0]])
+    X64 = means[rng.integers(3, size=n)] + rng.normal(size=(n, 3))
+    X64[:300] = rng.uniform(-20, 20, size=(300, 3))
+    w = rng.uniform(0.5, 2.0, n)
+    centres = X64[[400, 900, 1500]] + 0.5
+    for order in ("C", "F"):
+        X = np.asarray(X64, dtype=np.float32, order=order)
+        fast = PointSpace(X)
+        assert fast.dense is X
+        got = concentration_steps(fast, centres, w, 300, 40)
+        want = concentration_steps(_numpy_space(X), centres, w, 300, 40)
+        assert got[2] == want[2] > 2
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[3], want[3], rtol=1e-12)
+        a, b = refine(fast, centres, w, 300), refine(_numpy_space(X), centres, w, 300)
+        np.testing.assert_array_equal(a.labels, b.labels)
+        np.testing.assert_array_equal(a.trimmed, b.trimmed)
+
+
 def _numpy_space(X):
     """The same points with the compiled steps switched off (the NumPy loop)."""
     space = PointSpace(X)
@@ -245,17 +270,19 @@ def _numpy_space(X):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(5, 60), p=st.integers(1, 4),
        C=st.integers(1, 4), trim=st.floats(0.0, 0.6), weighted=st.booleans(),
-       grid=st.booleans(), layout=st.sampled_from(["C", "F"]))
+       grid=st.booleans(), layout=st.sampled_from(["C", "F"]),
+       dtype=st.sampled_from([np.float64, np.float32]))
 def test_compiled_concentration_steps_equal_the_numpy_loop(seed, n, p, C, trim, weighted,
-                                                           grid, layout):
-    """The compiled loop (dense float64 X) takes the NumPy loop's steps: the same
-    centres, costs, step count and, at the end, labels and trimmed set.  With
+                                                           grid, layout, dtype):
+    """The compiled loop (dense float64 or float32 X) takes the NumPy loop's
+    steps: the same centres, costs, step count and, at the end, labels and
+    trimmed set.  With
     duplicate points and tied costs (``grid``: integer coordinates) the tie rule
     may differ, so there the l0 cost must not increase and the end must be a
     fixed point trimming exactly s points."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 3, size=(n, p)).astype(float) if grid else rng.normal(size=(n, p))
-    X = np.asarray(X, order=layout)
+    X = np.asarray(X, order=layout, dtype=dtype)
     w = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
     C = min(C, n)
     s = min(int(trim * n), n - C)

@@ -21,14 +21,45 @@ It stops when the labels and the trimmed set repeat, as the NumPy loop does.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+
+#: Rows of a float32 X converted to float64 at a time for the products.
+_CONVERT_ROWS = 2048
+
+
+def _products(X, centres_t):
+    """<x_n, m_c> for every row, (N, C), in float64."""
+    return np.dot(np.asarray(X, dtype=np.float64), centres_t)
+
+
+@overload(_products)
+def _products_compiled(X, centres_t):
+    if X.dtype == types.float64:
+        return lambda X, centres_t: np.dot(X, centres_t)
+
+    def converted(X, centres_t):
+        # a float32 X: its rows converted to float64 a block at a time (the
+        # products NumPy takes of float32 rows and float64 centres, without a
+        # float64 copy of X)
+        n, p = X.shape
+        G = np.empty((n, centres_t.shape[1]))
+        block = np.empty((min(n, _CONVERT_ROWS), p))
+        for lo in range(0, n, _CONVERT_ROWS):
+            hi = min(n, lo + _CONVERT_ROWS)
+            rows = block[:hi - lo]
+            rows[:, :] = X[lo:hi]
+            G[lo:hi] = np.dot(rows, centres_t)
+        return G
+
+    return converted
 
 
 @njit(nogil=True, cache=True)
 def _assign(X, sq_norms, centres, w, labels, d2, costs):
     n = X.shape[0]
     C = centres.shape[0]
-    G = np.dot(X, np.ascontiguousarray(centres.T))
+    G = _products(X, np.ascontiguousarray(centres.T))
     msq = np.empty(C)
     for c in range(C):
         acc = 0.0
@@ -141,7 +172,7 @@ def _steps(X, sq_norms, centres, w, n_trim, max_steps, history):
 
 
 def concentration_steps_dense(X, sq_norms, centres, sample_weight, n_trim, max_steps):
-    """Concentration steps from ``centres`` on a dense float64 X, compiled.
+    """Concentration steps from ``centres`` on a dense float64 or float32 X, compiled.
 
     Returns (centres, cost, steps, history, labels, trimmed, sq_distances):
     the centres at which the last step assigned, the l0 cost there, the
@@ -150,7 +181,8 @@ def concentration_steps_dense(X, sq_norms, centres, sample_weight, n_trim, max_s
     nearest centre).  See :func:`robustclust._core.refine.concentration_steps`.
     """
     history = np.empty(max_steps + 1)
-    if not (X.dtype == np.float64 and (X.flags.c_contiguous or X.flags.f_contiguous)):
+    if not (X.dtype in (np.float64, np.float32)
+            and (X.flags.c_contiguous or X.flags.f_contiguous)):
         X = np.ascontiguousarray(X, dtype=np.float64)
     centres, cost, steps, labels, trimmed, d2 = _steps(
         X, np.asarray(sq_norms, dtype=np.float64),

@@ -97,8 +97,9 @@ class PointSpace:
     def __init__(self, X):
         # sparse products need one dtype on both sides, and the centres are float64
         self.X = X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X
-        #: the data for the compiled concentration steps (dense float64 X), else None
-        self.dense = (X if isinstance(X, np.ndarray) and X.dtype == np.float64
+        #: the data for the compiled concentration steps (dense float64 or
+        #: float32 X), else None
+        self.dense = (X if isinstance(X, np.ndarray) and X.dtype in (np.float64, np.float32)
                       and (X.flags.c_contiguous or X.flags.f_contiguous) else None)
         self.n_samples = X.shape[0]
         self.sq_norms = row_norms(X, squared=True).astype(np.float64, copy=False)
