@@ -214,8 +214,90 @@ def test_passes_with_distance_bounds_equal_passes_without(weighted, lam):
         assert b["onorm"] == pytest.approx(a["onorm"], rel=1e-9, abs=1e-12)
     assert plain[0]["computed"] == len(X) == bounded[0]["computed"]  # bounds stored
     assert bounded[-1]["computed"] < len(X) // 2  # and used
+    # the running sums: most inliers are not read (at the small lambdas only
+    # 6-31 points are inliers)
+    inliers = (bounded[-1]["shrink"] == 0).sum()
+    assert bounded[0]["unread"] == 0
+    if inliers > 100:
+        assert bounded[-1]["unread"] > 0.8 * inliers
     if np.isfinite(lam):
         assert 0 < (bounded[-1]["shrink"] > 0).sum() < len(X)
+
+
+def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
+    # rows the running sums hold are not read; they are only valid for the
+    # iterate the last pass made (its labels) with the same sample weights:
+    # any other previous iterate, or weights, and every row is read again
+    X, M0 = _overlapping(n=4000, p=12, C=6, seed=7)
+    n = len(X)
+    sq = (X ** 2).sum(1)
+    w = np.ones(n)
+    kw = dict(lam=10.0, tau0=5.0, n_threads=2, chunk_rows=64)
+    res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True, **kw)
+    bounds = fused_module.Bounds(n, len(M0), float(np.sqrt(sq.max())))
+    states = [res]
+    for _ in range(20):
+        M = res["sums"] / res["weights"][:, None]
+        res = hard_pass(X, M, sq, w, res["labels"], prev_size=res["size"],
+                        old_shrink=res["shrink"], old_ref=res["ref"], bounds=bounds, **kw)
+        states.append(res)
+    assert res["unread"] > n // 2
+    M = res["sums"] / res["weights"][:, None]
+    for prev, weights in ((states[5], w), (res, w.copy()), (res, w)):
+        args = (X, M, sq, weights, prev["labels"])
+        more = dict(prev_size=prev["size"], old_shrink=prev["shrink"], old_ref=prev["ref"], **kw)
+        plain = hard_pass(*args, **more)
+        b = hard_pass(*args, bounds=bounds, **more)
+        fresh = prev is not res or weights is not w
+        assert (b["unread"] == 0) == fresh
+        np.testing.assert_array_equal(b["labels"], plain["labels"])
+        for key in ("shrink", "size", "sums", "weights"):
+            np.testing.assert_allclose(b[key], plain[key], rtol=1e-10, atol=1e-10, err_msg=key)
+        assert b["objective"] == pytest.approx(plain["objective"], rel=1e-12)
+        res = b if fresh else res
+    # a pass that keeps the l0 costs reads every row, and they are exact
+    prev = res
+    costs = np.empty(n)
+    b = hard_pass(X, M, sq, w, prev["labels"], prev_size=prev["size"],
+                  old_shrink=prev["shrink"], old_ref=prev["ref"], bounds=bounds, costs=costs, **kw)
+    assert b["unread"] == 0
+    np.testing.assert_allclose(costs, ((X[:, None] - M[None]) ** 2).sum(-1).min(1),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_running_sums_let_a_row_go_when_it_may_become_an_outlier_or_move():
+    # a row in the running sums leaves them as soon as its upper bound may
+    # pass the threshold (a smaller lambda) or a centre may come nearer
+    X, M0 = _overlapping(n=3000, p=10, C=5, seed=8)
+    n = len(X)
+    sq = (X ** 2).sum(1)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=n)
+    res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True, lam=10.0, tau0=5.0)
+    bounds = fused_module.Bounds(n, len(M0), float(np.sqrt(sq.max())))
+    plain_res = res
+    rng = np.random.default_rng(2)
+    # lambda shrinking pass by pass, then a centre jumping onto another's points
+    lams = [10.0] * 6 + [8.0, 6.0, 5.0, 4.5, 4.0] + [4.0] * 4
+    unread = []
+    for t, lam in enumerate(lams):
+        M = res["sums"] / res["weights"][:, None]
+        if t == len(lams) - 2:
+            M = M.copy()
+            M[0] = M[1] + 0.01 * rng.normal(size=M.shape[1])
+        kw = dict(lam=lam, tau0=lam / 2)
+        b = hard_pass(X, M, sq, w, res["labels"], prev_size=res["size"],
+                      old_shrink=res["shrink"], old_ref=res["ref"], bounds=bounds, **kw)
+        a = hard_pass(X, M, sq, w, plain_res["labels"], prev_size=plain_res["size"],
+                      old_shrink=plain_res["shrink"], old_ref=plain_res["ref"], **kw)
+        np.testing.assert_array_equal(a["labels"], b["labels"])
+        np.testing.assert_array_equal(a["shrink"] > 0, b["shrink"] > 0)
+        for key in ("shrink", "sums", "weights"):
+            np.testing.assert_allclose(b[key], a[key], rtol=1e-9, atol=1e-9, err_msg=key)
+        assert b["objective"] == pytest.approx(a["objective"], rel=1e-12)
+        res, plain_res = b, a
+        unread.append(b["unread"])
+    assert 0 < (res["shrink"] > 0).sum() < n
+    assert max(unread[:6]) > n // 2 and max(unread[6:]) > 0
 
 
 def test_bounds_in_float32_differ_only_at_ties_within_its_rounding():

@@ -21,7 +21,10 @@ No outlier row is gathered and no set is formed: the cost of an iteration does
 not depend on how many points are flagged.  Once the centres move little,
 Elkan's bounds (:class:`Bounds`) show for most rows that the nearest centre
 has not changed; such a row costs one product <x, m_l> instead of a row of
-G, and only the other rows go through the BLAS call.  These are the same formulas as
+G, and only the other rows go through the BLAS call.  An inlier's terms of the
+centre step stay in running sums while an upper bound on its distance shows
+that it is still an inlier of the same centre: such a row is not read at all,
+so a pass late in a run costs about the reads of its outliers' rows.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
 per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split over a few
@@ -88,6 +91,8 @@ _NO_L = np.empty((0, 0), dtype=np.float32)
 _NO_LMIN = np.empty(0, dtype=np.float32)
 _NO_CUM = np.empty(0)
 _NO_COSTS = np.empty(0)
+_NO_FROZEN = np.empty(0, dtype=np.int8)
+_NO_FSUMS = np.empty((0, 0))
 
 #: How the pass uses the distance bounds: none, all rows computed and their
 #: bounds stored, or rows the bounds settle skipped.
@@ -98,7 +103,8 @@ _NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS = 0, 1, 2
 def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                 prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
                 irls, mode, need_shift, transposed, start, stop, chunk_rows,
-                bounds_mode, near, L, cum, lmin, stamp, since, now, sepd, kerr, mmax,
+                bounds_mode, near, L, cum, lmin, stamp, since, now, sepd, kerr, mmax, stream,
+                frozen, upper, fsums, fweights, fsq,
                 labels, ref, shrink, size, sums, weights, acc, costs):
     """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
 
@@ -108,10 +114,20 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
     ``bounds_mode`` = _USE_BOUNDS a row whose bounds show that its previous
     nearest centre is still the nearest costs one product instead of C, and
     only the other rows of the chunk go through the BLAS call.
+
+    With bounds, an inlier's contribution to the centre step (w x, w, and
+    w ||x||^2 for the objective) is kept in the block's running sums
+    ``fsums``, ``fweights``, ``fsq`` (``frozen[i]`` = 1) rather than in this
+    pass's: while its upper bound on ||x - m_a|| (``upper[i]`` + ``cum[a]``)
+    shows that it is still an inlier of the same nearest centre, the row is
+    not read at all (see :class:`Bounds`).
     """
     C = centers_t.shape[1]
     p = X.shape[1]
-    tot = np.zeros(4)  # shift^2, ||O||^2, objective, rows through the BLAS call
+    track = frozen.shape[0] > 0
+    # shift^2, ||O||^2, objective, rows through the BLAS call, rows not read,
+    # rows Hamerly's test left open, rows tested
+    tot = np.zeros(7)
     # own[a, c]: infinite for c = a, else 0 (the least bound over the other centres)
     own = np.zeros((C, C))
     for c in range(C):
@@ -141,6 +157,40 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 i = lo + r
                 a = near[i]
                 slot[r] = -1
+                if frozen[i]:
+                    # an inlier of m_a at the last pass, in the running sums:
+                    # it stays one, of the same nearest centre, when its upper
+                    # bound u (plus the margin) is within the threshold and
+                    # the tests below hold with u for ||x - m_a|| (then its
+                    # row is not read: nothing it adds has changed)
+                    xx = sq_norms[i]
+                    u = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
+                    need2 = u * u + _margin(kerr, xx, mmax)
+                    if need2 <= tau0 * tau0:
+                        open_ = 0
+                        if not stream:
+                            h = lmin[i] - since[stamp[i]]
+                            open_ = -1
+                            if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
+                                open_ = 0
+                            tot[6] += 1
+                            tot[5] -= open_
+                        if open_ != 0 or stream:
+                            open_ = 0
+                            need = math.sqrt(need2)
+                            for c in range(C):
+                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - u < need)
+                        if open_ == 0:
+                            slot[r] = -2
+                            tot[4] += 1
+                            continue
+                    # otherwise out of the running sums, and computed below
+                    frozen[i] = 0
+                    w = sample_weight[i]
+                    fweights[a] -= w
+                    fsq[a] -= w * xx
+                    for j in range(p):
+                        fsums[a, j] -= w * X[i, j]
                 if prev_labels[i] == a:
                     xx = sq_norms[i]
                     ga = _row_dot(X, i, M64, a)
@@ -155,9 +205,16 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     # centre's own bound (cdist[a, a] is infinite: c = a never
                     # counts; a loop the compiler vectorizes, without a branch
                     # per centre)
-                    h = lmin[i] - since[stamp[i]]
                     open_ = 0
-                    if not ((h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2):
+                    if not stream:
+                        h = lmin[i] - since[stamp[i]]
+                        open_ = -1
+                        if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
+                            open_ = 0
+                        tot[6] += 1
+                        tot[5] -= open_
+                    if open_ != 0 or stream:
+                        open_ = 0
                         ua = math.sqrt(ua2)
                         need = math.sqrt(need2)
                         for c in range(C):
@@ -215,8 +272,19 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
             G = buf
         for r in range(m):
             i = lo + r
-            xx = sq_norms[i]
             k = slot[r]
+            if k == -2:
+                # a row the running sums hold: an inlier of its nearest centre,
+                # o = 0 (the arrays mostly hold these values already)
+                a = near[i]
+                if labels[i] != a:
+                    labels[i] = a
+                if shrink[i] != 0.0:
+                    shrink[i] = 0.0
+                if size[i] != 0.0:
+                    size[i] = 0.0
+                continue
+            xx = sq_norms[i]
             # grow: <x_i, m_c> for every c when complete, else only for the nearest
             complete = k >= 0
             if complete:
@@ -262,6 +330,8 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
             w = sample_weight[i]
             if costs.shape[0]:
                 costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
+            if track:
+                frozen[i] = 0
             if s > 0.0:
                 t = 1.0 - s
                 sz = s * r_
@@ -319,16 +389,28 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 # two passes ago): a line only read is not written back
                 if labels[i] != arg:
                     labels[i] = arg
-                v = xx + lowr
-                if v > 0.0:
-                    tot[2] += w * v
                 if shrink[i] != 0.0:
                     shrink[i] = 0.0
                 if size[i] != 0.0:
                     size[i] = 0.0
-                weights[arg] += w
-                for j in range(p):
-                    sums[arg, j] += w * X[i, j]
+                v = xx + lowr
+                if track:
+                    # into the running sums, with an upper bound on ||x - m_arg||
+                    # (stored less cum[arg], rounded up to float32); the pass's
+                    # objective adds their terms from the sums
+                    frozen[i] = 1
+                    u = math.sqrt(max(v, 0.0) + _margin(kerr, xx, mmax)) - cum[arg]
+                    upper[i] = u + 1.2e-7 * abs(u)
+                    fweights[arg] += w
+                    fsq[arg] += w * xx
+                    for j in range(p):
+                        fsums[arg, j] += w * X[i, j]
+                else:
+                    if v > 0.0:
+                        tot[2] += w * v
+                    weights[arg] += w
+                    for j in range(p):
+                        sums[arg, j] += w * X[i, j]
             if need_shift:
                 s0 = old_shrink[i]
                 if s > 0.0 or s0 > 0.0:
@@ -338,7 +420,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                         dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
                         diff2 += dj * dj
                     tot[0] += diff2
-    for q in range(4):
+    for q in range(7):
         acc[q] += tot[q]
 
 
@@ -385,6 +467,36 @@ class Bounds:
         #: and how far the fastest of them moved in it
         self.last = None
         self.last_move = None
+        #: the running sums (see :func:`_hard_block`): ``frozen[i]`` = 1 for
+        #: the rows they hold, ``upper[i]`` + ``cum[near[i]]`` an upper bound
+        #: on their distance to their centre, and per block of rows, the sums
+        #: of w x, w and w ||x||^2 of those rows by centre; they belong to the
+        #: per-point arrays ``owner`` (the labels of the pass that left them)
+        #: whether the next pass reads every tested row's C bounds (see hard_pass)
+        self.stream = False
+        self.frozen = np.zeros(n, dtype=np.int8)
+        self.upper = np.zeros(n, dtype=np.float32)
+        self.running = None
+        self.owner = None
+
+    def running_sums(self, chained, sample_weight, edges, p):
+        """The running sums (sums, weights, squares) of each block of rows, if
+        they hold what the last pass left (``chained``: its per-point arrays are
+        the previous iterate of this one) for these weights and blocks; else
+        cleared (every row then goes through this pass)."""
+        C = self.L.shape[1]
+        run = self.running
+        if (run is not None and chained and run[3] is sample_weight
+                and run[4] == edges and run[0].shape[2] == p):
+            return run[:3]
+        pad = 8  # one block's sums 64 bytes clear of the next one's (false sharing)
+        n_blocks = len(edges) - 1
+        sums = np.zeros((n_blocks, C * p + 2 * pad))[:, pad:pad + C * p].reshape(n_blocks, C, p)
+        weights = np.zeros((n_blocks, C + 2 * pad))[:, pad:pad + C]
+        squares = np.zeros((n_blocks, C + 2 * pad))[:, pad:pad + C]
+        self.frozen[:] = 0
+        self.running = (sums, weights, squares, sample_weight, list(edges))
+        return self.running[:3]
 
     def moved(self, centers):
         """Note the centres of a pass (for :meth:`worth_storing`)."""
@@ -456,6 +568,11 @@ MAX_HISTORY = 4096
 STORE_MIN_SETTLED = 0.8
 #: Rows of X on which that prediction is made.
 PROBE_ROWS = 1024
+#: Share of the tested rows whose Hamerly test fails above which the next
+#: pass reads every tested row's C bounds in order instead of only theirs:
+#: scattered, each of those reads waits for memory (measured: a late float32
+#: pass on bench_kmeans's data, 46% failing, 10.8 ms -> 8.4 ms).
+STREAM_SHARE = 0.25
 
 
 def bounds_of(geometry, n_clusters):
@@ -522,8 +639,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     dict with labels, ref (the labels the O-step used), shrink, size (N,),
     sums (C, p) and weights (C,) of the next centre step, shift
     (||O_t - O_{t-1}||_F, NaN when not computed), onorm (||O_t||_F), the
-    objective sum_n w_n costs_n and computed (how many rows went through the
-    BLAS call).
+    objective sum_n w_n costs_n, computed (how many rows went through the
+    BLAS call) and unread (how many rows the running sums held unchanged).
     """
     global _EXECUTOR
     n, p = X.shape
@@ -542,9 +659,15 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     sep = np.maximum(gaps.min(axis=1), 0.0) if C > 1 else np.full(C, np.inf)
     bounds_mode, near, L, cum, cdist = _NO_BOUNDS, _NO_NEAR, _NO_L, _NO_CUM, gaps
     lmin, stamp, since, now, sepd = _NO_LMIN, _NO_NEAR, _NO_CUM, 0, _NO_CUM
+    stream = False
+    frozen, upper = _NO_FROZEN, _NO_LMIN
     if bounds is not None and nearest:
         raise ValueError("bounds need the previous labels (nearest=False)")
     kept = bounds
+    owner = None
+    if bounds is not None:
+        # the per-point arrays the running sums belong to; this pass's, if it keeps them
+        owner, bounds.owner = bounds.owner, None
     if bounds is not None and bounds.wait > 0:
         # backing off: a plain pass, after which the bounds are stale
         bounds.wait -= 1
@@ -566,6 +689,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             bounds.cum[:] = 0.0
         since, now = bounds.record(bounds_mode == _STORE_BOUNDS)
         near, L, cum, lmin, stamp = bounds.near, bounds.L, bounds.cum, bounds.lmin, bounds.stamp
+        stream = bounds.stream and bounds_mode == _USE_BOUNDS
         # centre-to-centre distances, rounded down
         cdist = np.sqrt(np.maximum(gaps - 1e-12 * (mm[:, None] + mm[None, :]), 0.0))
         np.fill_diagonal(cdist, np.inf)
@@ -594,8 +718,15 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     weights_buf = np.zeros((n_blocks, C + 2 * pad))
     sums = sums_buf[:, pad:pad + C * p].reshape(n_blocks, C, p)
     weights = weights_buf[:, pad:pad + C]
-    acc = np.zeros((n_blocks, 4 + 2 * pad))[:, pad:pad + 4]
+    acc = np.zeros((n_blocks, 7 + 2 * pad))[:, pad:pad + 7]
     edges = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
+    running = [(_NO_FSUMS, _NO_CUM, _NO_CUM)] * n_blocks
+    if bounds is not None:
+        if bounds_mode == _STORE_BOUNDS or costs is not None:
+            bounds.running = None  # every row computed: the sums start anew
+        fsums, fweights, fsq = bounds.running_sums(prev_labels is owner, sample_weight, edges, p)
+        frozen, upper = bounds.frozen, bounds.upper
+        running = [(fsums[b], fweights[b], fsq[b]) for b in range(n_blocks)]
     mode = _NEAREST if nearest else _PREVIOUS
     # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
     transposed = X.dtype == np.float64
@@ -603,7 +734,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
              prev_labels, prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0),
              float(eps), bool(weighted), bool(irls), mode, bool(need_shift), transposed,
              edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, lmin, stamp,
-             since, now, sepd, kerr, mmax,
+             since, now, sepd, kerr, mmax, stream, frozen, upper) + running[b] + (
              labels, ref, shrink, size, sums[b], weights[b], acc[b],
              _NO_COSTS if costs is None else costs)
             for b in range(n_blocks)]
@@ -618,16 +749,32 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         kept.moved(M64)
     if bounds is not None:
         bounds.centers = M64.copy()
+        bounds.owner = labels
         if bounds_mode == _USE_BOUNDS:
             bounds.settle(int(acc[:, 3].sum()), n)
+            # read every tested row's bounds in order (the memory streams them)
+            # rather than the rows Hamerly's test leaves open (a cache miss
+            # each) once those are more than STREAM_SHARE of the tested rows,
+            # until the bounds are stored again (the drift only adds up)
+            bounds.stream = stream or bool(acc[:, 5].sum() > STREAM_SHARE * acc[:, 6].sum())
+        else:
+            bounds.stream = False
     # one block: its own arrays (a sum over one block would copy them)
     total, sums, weights = ((acc[0], sums[0], weights[0]) if n_blocks == 1
                             else (acc.sum(axis=0), sums.sum(axis=0), weights.sum(axis=0)))
+    if bounds is not None:
+        # the rows the running sums hold: their terms of the centre step, and
+        # of the objective, sum w ||x - m_a||^2 = sum w ||x||^2 + w ||m_a||^2 - 2 <m_a, w x>
+        fs, fw = fsums.sum(axis=0), fweights.sum(axis=0)
+        sums = sums + fs
+        weights = weights + fw
+        total = total.copy()
+        total[2] += float(fsq.sum() + fw @ mm - 2.0 * np.einsum("cj,cj->", fs, M64))
     return {"labels": labels, "ref": ref, "shrink": shrink, "size": size,
             "sums": sums, "weights": weights,
             "shift": math.sqrt(max(total[0], 0.0)) if need_shift else math.nan,
             "onorm": math.sqrt(max(total[1], 0.0)), "objective": float(total[2]),
-            "computed": int(total[3])}
+            "computed": int(total[3]), "unread": int(total[4])}
 
 
 def nearest_sq_distances(X, centers, sq_norms):
