@@ -157,71 +157,71 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 i = lo + r
                 a = near[i]
                 slot[r] = -1
-                if frozen[i]:
-                    # an inlier of m_a at the last pass, in the running sums:
-                    # it stays one, of the same nearest centre, when its upper
-                    # bound u (plus the margin) is within the threshold and
-                    # the tests below hold with u for ||x - m_a|| (then its
-                    # row is not read: nothing it adds has changed)
+                # up to two tries of the bounds' tests: first, for an inlier
+                # of m_a at the last pass that the running sums hold, with its
+                # upper bound u on ||x - m_a|| (stored, plus m_a's drift since):
+                # if it holds and u (plus the margin) is within the threshold,
+                # the row stays an inlier of the same nearest centre and is not
+                # read (nothing it adds has changed); else the row leaves the
+                # sums, and the second try uses its exact distance from one
+                # product.  The tests: first Hamerly's, from one number per
+                # row: the least lower bound at the row's last storing, less
+                # the most any centre has moved since (h >= need, squared), or
+                # half the gap to m_a's nearest other centre (sepd[a] - ua >=
+                # need holds when sepd[a] >= 2 need, as ua <= need); then each
+                # centre's own bound (cdist[a, a] is infinite: c = a never
+                # counts; a loop the compiler vectorizes, without a branch per
+                # centre), alone once Hamerly's fails often (``stream``)
+                settled = False
+                ga = 0.0
+                for attempt in range(0 if frozen[i] else 1, 2):
                     xx = sq_norms[i]
-                    u = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
-                    need2 = u * u + _margin(kerr, xx, mmax)
-                    if need2 <= tau0 * tau0:
-                        open_ = 0
+                    e = _margin(kerr, xx, mmax)
+                    if attempt == 0:
+                        ua = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
+                        ua2 = ua * ua
+                        need2 = ua2 + e
+                        tested = need2 <= tau0 * tau0
+                    else:
+                        if prev_labels[i] != a:
+                            break
+                        ga = _row_dot(X, i, M64, a)
+                        ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
+                        need2 = ua2 + e
+                        tested = True
+                    if tested:
+                        open_ = 1
                         if not stream:
+                            tot[6] += 1
                             h = lmin[i] - since[stamp[i]]
-                            open_ = -1
                             if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
                                 open_ = 0
-                            tot[6] += 1
-                            tot[5] -= open_
-                        if open_ != 0 or stream:
-                            open_ = 0
+                            else:
+                                tot[5] += 1
+                        if open_:
+                            ua = math.sqrt(ua2)
                             need = math.sqrt(need2)
-                            for c in range(C):
-                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - u < need)
-                        if open_ == 0:
-                            slot[r] = -2
-                            tot[4] += 1
-                            continue
-                    # otherwise out of the running sums, and computed below
-                    frozen[i] = 0
-                    w = sample_weight[i]
-                    fweights[a] -= w
-                    fsq[a] -= w * xx
-                    for j in range(p):
-                        fsums[a, j] -= w * X[i, j]
-                if prev_labels[i] == a:
-                    xx = sq_norms[i]
-                    ga = _row_dot(X, i, M64, a)
-                    e = _margin(kerr, xx, mmax)
-                    ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
-                    need2 = ua2 + e
-                    # first Hamerly's test, from one number per row: the least
-                    # lower bound at the row's last storing, less the most any
-                    # centre has moved since (h >= need, squared), or half the
-                    # gap to m_a's nearest other centre (sepd[a] - ua >= need
-                    # holds when sepd[a] >= 2 need, as ua <= need); then each
-                    # centre's own bound (cdist[a, a] is infinite: c = a never
-                    # counts; a loop the compiler vectorizes, without a branch
-                    # per centre)
-                    open_ = 0
-                    if not stream:
-                        h = lmin[i] - since[stamp[i]]
-                        open_ = -1
-                        if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
                             open_ = 0
-                        tot[6] += 1
-                        tot[5] -= open_
-                    if open_ != 0 or stream:
-                        open_ = 0
-                        ua = math.sqrt(ua2)
-                        need = math.sqrt(need2)
-                        for c in range(C):
-                            open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
-                    if open_ == 0:
+                            for c in range(C):
+                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+                        if open_ == 0:
+                            settled = True
+                            break
+                    if attempt == 0:
+                        # out of the running sums
+                        frozen[i] = 0
+                        w = sample_weight[i]
+                        fweights[a] -= w
+                        fsq[a] -= w * xx
+                        for j in range(p):
+                            fsums[a, j] -= w * X[i, j]
+                if settled:
+                    if frozen[i]:
+                        slot[r] = -2  # not read
+                        tot[4] += 1
+                    else:
                         gsettled[r] = ga
-                        continue
+                    continue
                 slot[r] = nf
                 for j in range(p):
                     xbuf[nf, j] = X[i, j]
