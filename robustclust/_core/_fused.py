@@ -157,71 +157,71 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 i = lo + r
                 a = near[i]
                 slot[r] = -1
-                # up to two tries of the bounds' tests: first, for an inlier
-                # of m_a at the last pass that the running sums hold, with its
-                # upper bound u on ||x - m_a|| (stored, plus m_a's drift since):
-                # if it holds and u (plus the margin) is within the threshold,
-                # the row stays an inlier of the same nearest centre and is not
-                # read (nothing it adds has changed); else the row leaves the
-                # sums, and the second try uses its exact distance from one
-                # product.  The tests: first Hamerly's, from one number per
-                # row: the least lower bound at the row's last storing, less
-                # the most any centre has moved since (h >= need, squared), or
-                # half the gap to m_a's nearest other centre (sepd[a] - ua >=
-                # need holds when sepd[a] >= 2 need, as ua <= need); then each
-                # centre's own bound (cdist[a, a] is infinite: c = a never
-                # counts; a loop the compiler vectorizes, without a branch per
-                # centre), alone once Hamerly's fails often (``stream``)
-                settled = False
-                ga = 0.0
-                for attempt in range(0 if frozen[i] else 1, 2):
+                if frozen[i]:
+                    # an inlier of m_a at the last pass, in the running sums:
+                    # it stays one, of the same nearest centre, when its upper
+                    # bound u (plus the margin) is within the threshold and
+                    # the tests below hold with u for ||x - m_a|| (then its
+                    # row is not read: nothing it adds has changed)
                     xx = sq_norms[i]
-                    e = _margin(kerr, xx, mmax)
-                    if attempt == 0:
-                        ua = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
-                        ua2 = ua * ua
-                        need2 = ua2 + e
-                        tested = need2 <= tau0 * tau0
-                    else:
-                        if prev_labels[i] != a:
-                            break
-                        ga = _row_dot(X, i, M64, a)
-                        ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
-                        need2 = ua2 + e
-                        tested = True
-                    if tested:
-                        open_ = 1
+                    u = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
+                    need2 = u * u + _margin(kerr, xx, mmax)
+                    if need2 <= tau0 * tau0:
+                        open_ = 0
                         if not stream:
-                            tot[6] += 1
                             h = lmin[i] - since[stamp[i]]
+                            open_ = -1
                             if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
                                 open_ = 0
-                            else:
-                                tot[5] += 1
-                        if open_:
-                            ua = math.sqrt(ua2)
-                            need = math.sqrt(need2)
+                            tot[6] += 1
+                            tot[5] -= open_
+                        if open_ != 0 or stream:
                             open_ = 0
+                            need = math.sqrt(need2)
                             for c in range(C):
-                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - u < need)
                         if open_ == 0:
-                            settled = True
-                            break
-                    if attempt == 0:
-                        # out of the running sums
-                        frozen[i] = 0
-                        w = sample_weight[i]
-                        fweights[a] -= w
-                        fsq[a] -= w * xx
-                        for j in range(p):
-                            fsums[a, j] -= w * X[i, j]
-                if settled:
-                    if frozen[i]:
-                        slot[r] = -2  # not read
-                        tot[4] += 1
-                    else:
+                            slot[r] = -2
+                            tot[4] += 1
+                            continue
+                    # otherwise out of the running sums, and computed below
+                    frozen[i] = 0
+                    w = sample_weight[i]
+                    fweights[a] -= w
+                    fsq[a] -= w * xx
+                    for j in range(p):
+                        fsums[a, j] -= w * X[i, j]
+                if prev_labels[i] == a:
+                    xx = sq_norms[i]
+                    ga = _row_dot(X, i, M64, a)
+                    e = _margin(kerr, xx, mmax)
+                    ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
+                    need2 = ua2 + e
+                    # first Hamerly's test, from one number per row: the least
+                    # lower bound at the row's last storing, less the most any
+                    # centre has moved since (h >= need, squared), or half the
+                    # gap to m_a's nearest other centre (sepd[a] - ua >= need
+                    # holds when sepd[a] >= 2 need, as ua <= need); then each
+                    # centre's own bound (cdist[a, a] is infinite: c = a never
+                    # counts; a loop the compiler vectorizes, without a branch
+                    # per centre)
+                    open_ = 0
+                    if not stream:
+                        h = lmin[i] - since[stamp[i]]
+                        open_ = -1
+                        if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
+                            open_ = 0
+                        tot[6] += 1
+                        tot[5] -= open_
+                    if open_ != 0 or stream:
+                        open_ = 0
+                        ua = math.sqrt(ua2)
+                        need = math.sqrt(need2)
+                        for c in range(C):
+                            open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+                    if open_ == 0:
                         gsettled[r] = ga
-                    continue
+                        continue
                 slot[r] = nf
                 for j in range(p):
                     xbuf[nf, j] = X[i, j]
@@ -273,126 +273,123 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
         for r in range(m):
             i = lo + r
             k = slot[r]
-            if k == -2:
-                # a row the running sums hold: an inlier of its nearest centre,
-                # o = 0 (the arrays mostly hold these values already)
-                a = near[i]
-                if labels[i] != a:
-                    labels[i] = a
-                if shrink[i] != 0.0:
-                    shrink[i] = 0.0
-                if size[i] != 0.0:
-                    size[i] = 0.0
-                continue
-            xx = sq_norms[i]
-            # grow: <x_i, m_c> for every c when complete, else only for the nearest
-            complete = k >= 0
-            if complete:
-                arg = nearest[k]
-                lowr = low[k]
-                if bounds_mode != 0:
-                    near[i] = arg
-                    e = _margin(kerr, xx, mmax)
-                    # branch-free (the compiler vectorizes it); c = arg is
-                    # left out of the least bound by an infinite term
-                    least = np.inf
-                    for c in range(C):
-                        gc = G[c, k] if transposed else G[k, c]
-                        lc = math.sqrt(max(xx + mm[c] - 2.0 * gc - e, 0.0))
-                        least = min(least, lc + own[arg, c])
-                        v = lc + cum[c]
-                        L[i, c] = v - 1.2e-7 * v  # rounds down to float32
-                    lmin[i] = least - 1.2e-7 * least
-                    stamp[i] = now
-            else:
-                arg = near[i]
-                lowr = mm[arg] - 2.0 * gsettled[r]
-            if mode == 1:
-                l = arg
-                ref[i] = l
-            else:
-                l = prev_labels[i]
-            if complete:
-                gl = G[l, k] if transposed else G[k, l]
-            else:
-                gl = gsettled[r]
-            r2 = xx + mm[l] - 2.0 * gl
-            if r2 < 0.0:
-                r2 = 0.0
-            tau = tau0
-            if weighted and prev_size[i] > 0.0:
-                tau = lam / (2.0 * (prev_size[i] + eps))
             s = 0.0
-            r_ = 0.0
-            if r2 > tau * tau:
-                r_ = math.sqrt(r2)
-                s = 1.0 - tau / r_
-            w = sample_weight[i]
-            if costs.shape[0]:
-                costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
-            if track:
-                frozen[i] = 0
-            if s > 0.0:
-                t = 1.0 - s
-                sz = s * r_
-                if weighted:
-                    pen = lam * math.log1p(sz / eps)
-                else:
-                    pen = lam * sz
-                base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
-                t2, s2 = 2.0 * t, 2.0 * s
-                # y = x - o lies on the segment from m_l to x, so D_c - D_l =
-                # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
-                # positive for every c != l when t (min T - T_l) + s sep_l > 0
-                # (always when m_l is x's nearest centre): then l is the label
-                if t * (lowr - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
-                    lab = l
-                    best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
-                else:
-                    if not complete:
-                        for c in range(C):
-                            grow[c] = gl if c == l else _row_dot(X, i, M64, c)
-                    else:
-                        for c in range(C):
-                            grow[c] = G[c, k] if transposed else G[k, c]
-                    for c in range(C):
-                        dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
-                    lab = 0
-                    best = dist[0]
-                    for c in range(1, C):
-                        better = dist[c] < best
-                        best = dist[c] if better else best
-                        lab = c if better else lab
-                labels[i] = lab
-                tot[2] += w * (best + pen)
-                shrink[i] = s
-                size[i] = sz
-                tot[1] += sz * sz
-                if irls:
-                    # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
-                    a = t
-                    if lab != l:
-                        dl = xx + mm[lab] - 2.0 * grow[lab]
-                        a = 1.0
-                        if dl > 0.0:
-                            a = min(tau / math.sqrt(dl), 1.0)
-                    wa = w * a
-                    weights[lab] += wa
-                    for j in range(p):
-                        sums[lab, j] += wa * X[i, j]
-                else:
-                    weights[lab] += w
-                    for j in range(p):
-                        sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
+            if k == -2:
+                # a row the running sums hold: an inlier of its nearest centre
+                arg = near[i]
             else:
-                # the output arrays mostly hold these values already (those of
-                # two passes ago): a line only read is not written back
+                xx = sq_norms[i]
+                # grow: <x_i, m_c> for every c when complete, else only for the nearest
+                complete = k >= 0
+                if complete:
+                    arg = nearest[k]
+                    lowr = low[k]
+                    if bounds_mode != 0:
+                        near[i] = arg
+                        e = _margin(kerr, xx, mmax)
+                        # branch-free (the compiler vectorizes it); c = arg is
+                        # left out of the least bound by an infinite term
+                        least = np.inf
+                        for c in range(C):
+                            gc = G[c, k] if transposed else G[k, c]
+                            lc = math.sqrt(max(xx + mm[c] - 2.0 * gc - e, 0.0))
+                            least = min(least, lc + own[arg, c])
+                            v = lc + cum[c]
+                            L[i, c] = v - 1.2e-7 * v  # rounds down to float32
+                        lmin[i] = least - 1.2e-7 * least
+                        stamp[i] = now
+                else:
+                    arg = near[i]
+                    lowr = mm[arg] - 2.0 * gsettled[r]
+                if mode == 1:
+                    l = arg
+                    ref[i] = l
+                else:
+                    l = prev_labels[i]
+                if complete:
+                    gl = G[l, k] if transposed else G[k, l]
+                else:
+                    gl = gsettled[r]
+                r2 = xx + mm[l] - 2.0 * gl
+                if r2 < 0.0:
+                    r2 = 0.0
+                tau = tau0
+                if weighted and prev_size[i] > 0.0:
+                    tau = lam / (2.0 * (prev_size[i] + eps))
+                s = 0.0
+                r_ = 0.0
+                if r2 > tau * tau:
+                    r_ = math.sqrt(r2)
+                    s = 1.0 - tau / r_
+                w = sample_weight[i]
+                if costs.shape[0]:
+                    costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
+                if track:
+                    frozen[i] = 0
+                if s > 0.0:
+                    t = 1.0 - s
+                    sz = s * r_
+                    if weighted:
+                        pen = lam * math.log1p(sz / eps)
+                    else:
+                        pen = lam * sz
+                    base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
+                    t2, s2 = 2.0 * t, 2.0 * s
+                    # y = x - o lies on the segment from m_l to x, so D_c - D_l =
+                    # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
+                    # positive for every c != l when t (min T - T_l) + s sep_l > 0
+                    # (always when m_l is x's nearest centre): then l is the label
+                    if t * (lowr - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
+                        lab = l
+                        best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
+                    else:
+                        if not complete:
+                            for c in range(C):
+                                grow[c] = gl if c == l else _row_dot(X, i, M64, c)
+                        else:
+                            for c in range(C):
+                                grow[c] = G[c, k] if transposed else G[k, c]
+                        for c in range(C):
+                            dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
+                        lab = 0
+                        best = dist[0]
+                        for c in range(1, C):
+                            better = dist[c] < best
+                            best = dist[c] if better else best
+                            lab = c if better else lab
+                    labels[i] = lab
+                    tot[2] += w * (best + pen)
+                    shrink[i] = s
+                    size[i] = sz
+                    tot[1] += sz * sz
+                    if irls:
+                        # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
+                        a = t
+                        if lab != l:
+                            dl = xx + mm[lab] - 2.0 * grow[lab]
+                            a = 1.0
+                            if dl > 0.0:
+                                a = min(tau / math.sqrt(dl), 1.0)
+                        wa = w * a
+                        weights[lab] += wa
+                        for j in range(p):
+                            sums[lab, j] += wa * X[i, j]
+                    else:
+                        weights[lab] += w
+                        for j in range(p):
+                            sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
+            if not s > 0.0:
+                # an inlier, o = 0: the output arrays mostly hold these values
+                # already (those of two passes ago): a line only read is not
+                # written back
                 if labels[i] != arg:
                     labels[i] = arg
                 if shrink[i] != 0.0:
                     shrink[i] = 0.0
                 if size[i] != 0.0:
                     size[i] = 0.0
+                if k == -2:
+                    continue
                 v = xx + lowr
                 if track:
                     # into the running sums, with an upper bound on ||x - m_arg||
