@@ -24,7 +24,8 @@ has not changed; such a row costs one product <x, m_l> instead of a row of
 G, and only the other rows go through the BLAS call.  An inlier's terms of the
 centre step stay in running sums while an upper bound on its distance shows
 that it is still an inlier of the same centre: such a row is not read at all,
-so a pass late in a run costs about the reads of its outliers' rows.  These are the same formulas as
+and a pass late in a run reads little more than its outliers' rows and those
+near a boundary.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
 per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split over a few
@@ -464,13 +465,14 @@ class Bounds:
         #: and how far the fastest of them moved in it
         self.last = None
         self.last_move = None
+        #: whether the next pass reads every tested row's C bounds in order
+        #: (see ``STREAM_SHARE``)
+        self.stream = False
         #: the running sums (see :func:`_hard_block`): ``frozen[i]`` = 1 for
         #: the rows they hold, ``upper[i]`` + ``cum[near[i]]`` an upper bound
         #: on their distance to their centre, and per block of rows, the sums
         #: of w x, w and w ||x||^2 of those rows by centre; they belong to the
         #: per-point arrays ``owner`` (the labels of the pass that left them)
-        #: whether the next pass reads every tested row's C bounds (see hard_pass)
-        self.stream = False
         self.frozen = np.zeros(n, dtype=np.int8)
         self.upper = np.zeros(n, dtype=np.float32)
         self.running = None
@@ -568,7 +570,7 @@ PROBE_ROWS = 1024
 #: Share of the tested rows whose Hamerly test fails above which the next
 #: pass reads every tested row's C bounds in order instead of only theirs:
 #: scattered, each of those reads waits for memory (measured: a late float32
-#: pass on bench_kmeans's data, 46% failing, 10.8 ms -> 8.4 ms).
+#: pass on bench_kmeans's data, 43% failing, 10.5 ms -> 9.0 ms).
 STREAM_SHARE = 0.25
 
 
