@@ -422,6 +422,14 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
         acc[q] += tot[q]
 
 
+def _block_zeros(n_blocks, width):
+    """Zeros of shape (n_blocks, width), each block's row 64 bytes clear of the
+    next one's, so that the threads never write to one cache line (false
+    sharing cost a third of a pass)."""
+    pad = 8
+    return np.zeros((n_blocks, width + 2 * pad))[:, pad:pad + width]
+
+
 def _moves(new, old):
     """How far each centre moved from ``old`` to ``new``: ||m_c - m_c'||, (C,)."""
     return np.sqrt(((new - old) ** 2).sum(axis=1))
@@ -488,11 +496,10 @@ class Bounds:
         if (run is not None and chained and run[3] is sample_weight
                 and run[4] == edges and run[0].shape[2] == p):
             return run[:3]
-        pad = 8  # one block's sums 64 bytes clear of the next one's (false sharing)
         n_blocks = len(edges) - 1
-        sums = np.zeros((n_blocks, C * p + 2 * pad))[:, pad:pad + C * p].reshape(n_blocks, C, p)
-        weights = np.zeros((n_blocks, C + 2 * pad))[:, pad:pad + C]
-        squares = np.zeros((n_blocks, C + 2 * pad))[:, pad:pad + C]
+        sums = _block_zeros(n_blocks, C * p).reshape(n_blocks, C, p)
+        weights = _block_zeros(n_blocks, C)
+        squares = _block_zeros(n_blocks, C)
         self.frozen[:] = 0
         self.running = (sums, weights, squares, sample_weight, list(edges))
         return self.running[:3]
@@ -710,14 +717,10 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     old_ref = labels if old_ref is None else old_ref
     M_old = M64 if old_centers is None else np.ascontiguousarray(old_centers, dtype=np.float64)
     n_blocks = n_threads
-    # each block's accumulators 64 bytes clear of the next one's, so that the
-    # threads never write to one cache line (false sharing cost a third of a pass)
-    pad = 8
-    sums_buf = np.zeros((n_blocks, C * p + 2 * pad))
-    weights_buf = np.zeros((n_blocks, C + 2 * pad))
-    sums = sums_buf[:, pad:pad + C * p].reshape(n_blocks, C, p)
-    weights = weights_buf[:, pad:pad + C]
-    acc = np.zeros((n_blocks, 7 + 2 * pad))[:, pad:pad + 7]
+    # each block's own accumulators
+    sums = _block_zeros(n_blocks, C * p).reshape(n_blocks, C, p)
+    weights = _block_zeros(n_blocks, C)
+    acc = _block_zeros(n_blocks, 7)
     edges = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
     running = [(_NO_FSUMS, _NO_CUM, _NO_CUM)] * n_blocks
     if bounds is not None:
