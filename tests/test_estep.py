@@ -35,3 +35,19 @@ def test_compiled_e_step_keeps_the_fallback_for_infinite_rows():
     want = numpy_e_step(D, log_w, 0.0)
     assert np.isneginf(log_norm[0]) and np.isneginf(want[1][0])
     np.testing.assert_allclose(resp[1], want[0][1], rtol=1e-14)
+
+
+def test_compiled_e_step_takes_one_offset_per_component():
+    # per-component covariances: log det Sigma_c differs by component
+    rng = np.random.default_rng(1)
+    D = rng.gamma(2.0, 3.0, size=(300, 3))
+    log_w = np.log(np.array([0.5, 0.3, 0.2]))
+    offset = np.array([1.0, -2.5, 4.0])
+    resp, log_norm, labels = _estep.e_step(D, log_w, offset)
+    want = numpy_e_step(D, log_w, offset[None, :])
+    np.testing.assert_allclose(resp, want[0], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(log_norm, want[1], rtol=1e-13)
+    np.testing.assert_array_equal(labels, want[2])
+    # a number is the same offset for every component
+    np.testing.assert_array_equal(_estep.e_step(D, log_w, 1.5)[1],
+                                  _estep.e_step(D, log_w, np.full(3, 1.5))[1])

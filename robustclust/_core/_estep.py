@@ -4,7 +4,7 @@ The E-step of eq. (20) is four NumPy passes over an (N, C) array with a
 short row (log-probabilities, their row maxima, the log-sum-exp and the
 posteriors) and a fifth for the labels; at a thousand points their Python
 calls and temporaries are a sixth of an EM iteration.  The kernel computes
-the same formulas as :meth:`robustclust._core.models.MixtureModel.e_step`
+the same formulas as :func:`robustclust._core.models.posteriors`
 and :func:`robustclust._core.backend.logsumexp` term for term (row maximum
 factored out, a non-finite maximum replaced by 0; the first largest
 posterior is the label), in one pass per row, so the results agree to
@@ -23,7 +23,7 @@ def _e_step(D, log_w, offset, resp, log_norm, labels):
     for i in range(n):
         amax = -np.inf
         for c in range(C):
-            lp = log_w[c] - 0.5 * (offset + D[i, c])
+            lp = log_w[c] - 0.5 * (offset[c] + D[i, c])
             resp[i, c] = lp
             if lp > amax:
                 amax = lp
@@ -45,11 +45,12 @@ def _e_step(D, log_w, offset, resp, log_norm, labels):
 
 def e_step(D, log_w, offset):
     """(posteriors, log-normalisers, labels) for Mahalanobis distances D (N, C),
-    log mixing weights log_w (C,) and offset = P log(2 pi) + log det Sigma."""
+    log mixing weights log_w (C,) and offset = P log(2 pi) + log det Sigma_c, one
+    number or one per component (C,)."""
     D = np.ascontiguousarray(D, dtype=np.float64)
     n, C = D.shape
     resp, log_norm = np.empty((n, C)), np.empty(n)
     labels = np.empty(n, dtype=np.intp)
-    _e_step(D, np.ascontiguousarray(log_w, dtype=np.float64), float(offset), resp, log_norm,
-            labels)
+    offset = np.ascontiguousarray(np.broadcast_to(np.asarray(offset, dtype=np.float64), (C,)))
+    _e_step(D, np.ascontiguousarray(log_w, dtype=np.float64), offset, resp, log_norm, labels)
     return resp, log_norm, labels

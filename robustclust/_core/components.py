@@ -95,7 +95,6 @@ from .backend import (
     asarray,
     device,
     flatnonzero,
-    logsumexp,
     maximum,
     rowdot,
     set_masked_rows,
@@ -104,7 +103,7 @@ from .backend import (
 )
 from .covariance import ComponentCovariances, consistency_factor, constrain_eigenvalues
 from .geometry import row_sq_distances, row_sq_norms
-from .models import _LOG_2PI, _TINY, MixtureBase, MixtureModel
+from .models import _TINY, MixtureBase, MixtureModel, posteriors
 from .state import Outliers, State, no_outliers
 
 #: Rows of the per-point p x p solves done at once ("full").
@@ -173,23 +172,24 @@ class ComponentMixtureModel(MixtureBase):
         """Posteriors, per-point log-likelihoods and the cost F (module notes).
 
         ``D`` holds ||x_n - o_n - m_c||^2_{Lambda_c}; the outliers' factors
-        exp(-lam rho(t_nc)) enter on their k rows.
+        exp(-lam rho(t_nc)) enter on their k rows (as 2 lam rho(t_nc) added
+        to D).
         """
+        return self._e_step(solver, D, weights, covs, outliers, lam, penalty)[:3]
+
+    def _e_step(self, solver, D, weights, covs, outliers, lam, penalty):
+        """:meth:`e_step`, plus the labels when the compiled E-step gave them."""
         xp = solver.xp
-        log_w = xp.log(asarray(weights, xp, like=D))
-        log_det = asarray(covs.log_det, xp, like=D)
-        log_prob = log_w[None, :] - 0.5 * (self.dim * _LOG_2PI + log_det[None, :] + D)
         if outliers is not None and outliers.count:
-            charge = lam * penalty.value_of_norms(outliers.component_sizes, xp)
-            index = outliers.index
+            charged = take(D, outliers.index, xp) \
+                + 2.0 * lam * penalty.value_of_norms(outliers.component_sizes, xp)
             if xp is np:
-                log_prob[index] -= charge
+                D = D.copy()
+                D[outliers.index] = charged
             else:  # the standard scatters by a boolean mask (rows in index order)
-                log_prob = set_masked_rows(log_prob, outliers.flagged_full,
-                                           take(log_prob, index, xp) - charge, xp)
-        log_norm = logsumexp(log_prob, xp)
-        resp = xp.exp(log_prob - log_norm[:, None])
-        return resp, log_norm, -float(xp.sum(log_norm))
+                D = set_masked_rows(D, outliers.flagged_full, charged, xp)
+        resp, log_norm, labels = posteriors(solver, D, weights, covs.log_det, self.dim)
+        return resp, log_norm, -float(xp.sum(log_norm)), labels
 
     def _state(self, solver, centers, weights, covs, outliers, lam, penalty):
         """The state after an E-step at these parameters (outlier sizes in their norms)."""
@@ -199,12 +199,15 @@ class ComponentMixtureModel(MixtureBase):
             rows = g.outlier_rows(outliers, centers)
             outliers.component_sizes = _sizes(rows, covs, xp)
         D = g.component_sq_distances(centers, covs, outliers)
-        resp, log_norm, cost = self.e_step(solver, D, weights, covs, outliers, lam, penalty)
+        resp, log_norm, cost, labels = self._e_step(solver, D, weights, covs, outliers, lam,
+                                                    penalty)
         if outliers.count:
             outliers.sizes = xp.sum(take(resp, outliers.index, xp) * outliers.component_sizes,
                                     axis=1)
             outliers.sizes_full = _scatter(outliers, outliers.sizes, g.n_samples, xp, like=D)
-        return State(centers, None, xp.argmax(resp, axis=1), resp, outliers, -log_norm, cost,
+        if labels is None:
+            labels = xp.argmax(resp, axis=1)
+        return State(centers, None, labels, resp, outliers, -log_norm, cost,
                      weights=weights, covariance=covs)
 
     # -- O-step ----------------------------------------------------------------------------

@@ -507,8 +507,13 @@ class LinearGeometry:
 def row_sq_distances(Y, M, covs, xp=np):
     """||y_k - m_c||^2 in Sigma_c^-1's norm for a few dense rows Y (k, p), (k, C).
 
-    Component by component (k x p temporaries only).
+    Spherical and diagonal kinds: all components at once, from the (k, C, p)
+    differences (a few rows, a few components: one expression instead of a
+    call per component, which dominated the small-N EM iteration); full:
+    component by component (k x p temporaries only).
     """
+    if covs.kind != "full":
+        return _diagonal_sq_norms(Y[:, None, :] - M[None, :, :], covs, xp)
     cols = []
     for c in range(M.shape[0]):
         diff = Y - M[c, :][None, :]
@@ -518,7 +523,24 @@ def row_sq_distances(Y, M, covs, xp=np):
 
 def row_sq_norms(V, covs, xp=np):
     """||v_k||^2 in each Sigma_c^-1's norm for a few dense rows V (k, p), (k, C)."""
+    if covs.kind == "spherical":
+        return rowdot(V, V, xp)[:, None] * asarray(covs.P**2, xp, like=V)[None, :]
+    if covs.kind == "diag":
+        return _diagonal_sq_norms(V[:, None, :], covs, xp)
     return xp.stack([_row_norms_in(V, covs, c, xp) for c in range(covs.n_components)], axis=1)
+
+
+def _diagonal_sq_norms(V, covs, xp):
+    """sum_j V_kcj^2 Lambda_c,jj for (k, C, p) rows (or (k, 1, p): the same rows in
+    every component's norm), spherical or diagonal Lambda_c, (k, C); each term
+    rounded as :func:`_row_norms_in` rounds it."""
+    prec = asarray(covs.P**2, xp, like=V)
+    if covs.kind == "spherical":
+        if xp is np:
+            return np.einsum("kcj,kcj->kc", V, V, dtype=np.float64) * prec[None, :]
+        V = xp.astype(V, xp.float64)
+        return xp.sum(V * V, axis=2) * prec[None, :]
+    return xp.sum(V * V * prec[None, :, :], axis=2)
 
 
 def _row_norms_in(V, covs, c, xp):

@@ -445,16 +445,7 @@ class MixtureModel(MixtureBase):
         """:meth:`e_step`, plus the labels (argmax of the posteriors) when the
         compiled E-step computed them (else None)."""
         xp = solver.xp
-        labels = None
-        if _compiled(solver, D) and np.ndim(cov.log_det) == 0:
-            log_w = np.log(np.asarray(weights, dtype=np.float64))
-            resp, log_norm, labels = _estep.e_step(D, log_w,
-                                                   self.dim * _LOG_2PI + float(cov.log_det))
-        else:
-            log_w = xp.log(asarray(weights, xp, like=D))
-            log_prob = log_w[None, :] - 0.5 * (self.dim * _LOG_2PI + cov.log_det + D)
-            log_norm = logsumexp(log_prob, xp)
-            resp = xp.exp(log_prob - log_norm[:, None])
+        resp, log_norm, labels = posteriors(solver, D, weights, cov.log_det, self.dim)
         cost = -float(xp.sum(log_norm))
         if sizes is not None and sizes.shape[0]:
             cost += lam * float(xp.sum(penalty.value_of_norms(sizes, xp)))
@@ -750,6 +741,29 @@ class MixtureModel(MixtureBase):
         if self.start_covariance is not None:
             return weights, self.start_covariance
         return weights, Covariance(self.kind, value, self.dim)
+
+
+def posteriors(solver, D, weights, log_det, dim):
+    """The E-step (eq. (20)): (posteriors, log-normalisers, labels or None).
+
+    gamma_nc is proportional to pi_c N(x_n; m_c + o_n, Sigma_c), i.e. to
+    exp(log pi_c - (dim log 2 pi + log det Sigma_c + D_nc) / 2), for the
+    Mahalanobis squared distances ``D`` (N, C) and ``log_det`` a number
+    (one Sigma) or one per component (C,).  Any other factor of a point's
+    complete-data likelihood (the per-component outlier charge of
+    :mod:`robustclust._core.components`) enters as 2 x its minus-log added to D.
+    NumPy float64: the compiled kernel (:mod:`robustclust._core._estep`),
+    which also returns the labels; other namespaces: array calls, labels None.
+    """
+    xp = solver.xp
+    if _compiled(solver, D):
+        offset = dim * _LOG_2PI + np.asarray(solver.to_host(log_det), dtype=np.float64)
+        return _estep.e_step(D, np.log(np.asarray(weights, dtype=np.float64)), offset)
+    log_w = xp.log(asarray(weights, xp, like=D))
+    log_det = asarray(log_det, xp, like=D) if np.ndim(log_det) else float(log_det)
+    log_prob = log_w[None, :] - 0.5 * (dim * _LOG_2PI + log_det + D)
+    log_norm = logsumexp(log_prob, xp)
+    return xp.exp(log_prob - log_norm[:, None]), log_norm, None
 
 
 def _compiled(solver, A):
