@@ -3,12 +3,19 @@ and the search stops early where the count jumps over s."""
 
 import warnings
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from robustclust import RobustKMeans
-from robustclust._core.selection import LOOSE_TOL_FACTOR, MAX_STALL, CountSearch
+from robustclust._core.selection import (
+    JUMP_STALL,
+    LOOSE_TOL_FACTOR,
+    MAX_STALL,
+    PROBE_ROUNDS,
+    CountSearch,
+)
 from robustclust.datasets import make_blobs_with_outliers
 
 
@@ -131,3 +138,101 @@ def test_a_count_that_moves_at_full_tolerance_is_searched_again():
         warnings.simplefilter("error")
         lam, state = search.finish(*search.search(0.1))
     assert state.n_outliers == 37 and state.tol == solver.tol
+
+
+class _PlateauJumpSolver(_JumpSolver):
+    """Counts that fall smoothly with lam, level off on either side of a jump from
+    700 to 500 at lam = 1 (as cold EM fits do near a jump), and whose
+    critical lams all tie (no reading: the search brackets and bisects)."""
+
+    def count(self, lam):
+        if lam <= 0.9:
+            return 700 + round(2000 * (0.9 - lam))
+        if lam <= 1.0:
+            return 700
+        if lam <= 1.1:
+            return 500
+        return max(0, 500 - round(2000 * (lam - 1.1)))
+
+    def critical_lambdas(self, state, weighted=False):
+        return np.ones(1000)
+
+
+def _plateau_search(jump_stall):
+    solver = _PlateauJumpSolver()
+    search = CountSearch(solver, 600, lambda lam, hi, tol: solver.run(None, lam, tol=tol),
+                         loose=1.0, jump_stall=jump_stall)
+    return search, search.search(3.0)
+
+
+def test_a_search_of_cold_fits_ends_sooner_at_a_bracket_that_shows_a_jump():
+    plain, (_, state) = _plateau_search(None)
+    early, (_, state_early) = _plateau_search(JUMP_STALL)
+    # the same closest count (either side of the jump is 100 away) ...
+    assert abs(state.n_outliers - 600) == abs(state_early.n_outliers - 600) == 100
+    # ... after MAX_STALL - JUMP_STALL fewer bisection steps: the plateaus bring no
+    # count closer, and across the narrowed bracket the count changes by 200
+    # where the first bracket's slope predicts far less
+    assert early.evaluations == plain.evaluations - (MAX_STALL - JUMP_STALL)
+    (lam_a, count_a), (lam_b, count_b) = early.first_bracket
+    assert count_a < 600 < count_b and lam_a > lam_b
+
+
+class _SteepSolver(_JumpSolver):
+    """Count = round(100,000 - 50,000 lam): steep (N = 100,000) but no jump."""
+
+    def count(self, lam):
+        return int(np.clip(round(100_000 - 50_000 * lam), 0, 100_000))
+
+    def critical_lambdas(self, state, weighted=False):
+        return np.ones(1000)
+
+
+def test_a_steep_count_without_a_jump_is_still_hit_exactly_by_a_search_of_cold_fits():
+    # the jump rule compares the gap across the bracket with the first bracket's
+    # slope: a count that changes by thousands across a wide bracket and by one
+    # across a narrow one is no jump, and bisection goes on to hit s
+    solver = _SteepSolver()
+    search = CountSearch(solver, 37_123, lambda lam, hi, tol: solver.run(None, lam, tol=tol),
+                         loose=1.0, jump_stall=JUMP_STALL)
+    lam, state = search.search(3.0)
+    assert state.n_outliers == 37_123
+    assert solver.count(lam) == 37_123
+    assert not search._shows_jump((lam * (1 + 1e-6), _State(lam, 37_122, 0.0)),
+                                  (lam * (1 - 1e-6), _State(lam, 37_124, 0.0)))
+
+
+@dataclass
+class _FlaggedState(_State):
+    outliers: object = None
+
+
+class _FlaggingSolver(_PlateauJumpSolver):
+    """The plateau solver whose states flag the first ``count`` points."""
+
+    def to_host(self, array):
+        return array
+
+    def critical_lambdas(self, state, weighted=False):
+        return np.linspace(2.0, 0.1, 1000)  # a reading: about 0.86
+
+    def run(self, state, lam, weighted=False, tol=None):
+        base = super().run(state, lam, weighted, tol)
+        return _FlaggedState(base.lam, base.n_outliers, base.tol,
+                             outliers=SimpleNamespace(index=np.arange(base.n_outliers)))
+
+
+@pytest.mark.parametrize("answer_points", ["same", "other", None])
+def test_a_probe_that_reaches_the_answers_points_ends_there(answer_points):
+    # another start's probe at the lam the search found (no count s there: a
+    # jump): when its first evaluation flags the same points as the search's
+    # answer it has reached the same solution, and the probe stops
+    solver = _FlaggingSolver()
+    answer = solver.run(None, 1.05)
+    if answer_points == "other":
+        answer = replace(answer, outliers=SimpleNamespace(index=np.arange(1, 501)))
+    search = CountSearch(solver, 600, lambda lam, hi, tol: solver.run(None, lam, tol=tol),
+                         loose=1.0, jump_stall=JUMP_STALL)
+    lam, state = search.probe(1.05, answer=None if answer_points is None else answer)
+    assert (lam, state.n_outliers) == (1.05, 500)
+    assert search.evaluations == (1 if answer_points == "same" else PROBE_ROUNDS)

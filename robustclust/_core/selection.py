@@ -118,6 +118,17 @@ MAX_STALL = 6
 #: fewer: with 3, a per-component full mixture asked for 32 of 330 points (10%
 #: uniform noise) stopped at 33 where 6 reach 32.
 COLD_MAX_STALL = MAX_STALL
+#: A search of cold fits (the mixture) declares a jump sooner when the bracket
+#: shows one: after JUMP_STALL evaluations in a row that bring no count closer
+#: to s, if the counts on its two sides differ by more than JUMP_FACTOR times
+#: what the slope of the search's first bracket (count against log lam)
+#: predicts over its width.  Cold EM fits at lams closer than that land on
+#: either side at random (measured at n = 2,000, half uniform noise, s = n / 2:
+#: the counts 990, 991, 993 on one side and 1148-1181 on the other, in no
+#: order, across a bracket of 1e-3 relative width, where the first bracket's
+#: slope predicts a change of 3).
+JUMP_STALL = 2
+JUMP_FACTOR = 10.0
 #: Evaluations of a kept start's search begun at the lam another start found.
 PROBE_ROUNDS = 3
 
@@ -177,7 +188,7 @@ class CountSearch:
     """
 
     def __init__(self, solver, s, solve, weighted=False, max_rounds=12, max_bisect=40,
-                 rtol=1e-7, loose=LOOSE_TOL_FACTOR, max_stall=MAX_STALL):
+                 rtol=1e-7, loose=LOOSE_TOL_FACTOR, max_stall=MAX_STALL, jump_stall=None):
         self.solver = solver
         self.s = s
         self.solve = solve
@@ -188,6 +199,10 @@ class CountSearch:
         #: tolerance of the intermediate evaluations (None: the solver's own)
         self.tol = None if not loose or loose == 1 else solver.tol * loose
         self.max_stall = max_stall
+        #: stall that ends a bisection across a bracket showing a jump (None: off)
+        self.jump_stall = jump_stall
+        #: the first bracket's ((lam, count) above, (lam, count) below)
+        self.first_bracket = None
         self.best = None
         self.evaluations = 0
 
@@ -241,14 +256,19 @@ class CountSearch:
             return self.bisect(hi, lo)
         return self.best
 
-    def probe(self, lam, rounds=PROBE_ROUNDS):
+    def probe(self, lam, rounds=PROBE_ROUNDS, answer=None):
         """(lam, state) as :meth:`search` from ``lam``, but with at most ``rounds``
-        evaluations and no bisection: the closest count seen when s is not hit."""
+        evaluations and no bisection: the closest count seen when s is not hit.
+
+        ``answer``: the state another start's search found at ``lam``; when the
+        first evaluation flags the same points, this start has reached the
+        same solution, and the probe ends there.
+        """
         self.best = None
-        found, _, _ = self._rounds(lam, rounds, settle=False)
+        found, _, _ = self._rounds(lam, rounds, settle=False, answer=answer)
         return self.best if found is None else found
 
-    def _rounds(self, lam, rounds, settle):
+    def _rounds(self, lam, rounds, settle, answer=None):
         """Up to ``rounds`` evaluations, each at the lam read off the previous one's
         critical lams (the bracket's midpoint when the reading falls outside it).
 
@@ -269,18 +289,44 @@ class CountSearch:
             new = self.evaluate(lam, hi)
             if self._seen(lam, new):
                 return (lam, new), hi, lo
+            if round_ == 0 and answer is not None and self._same_points(new, answer):
+                break
             hi, lo = self._bracket(hi, lo, lam, new)
             if settle and hi is not None and lo is not None and round_ >= rounds // 2:
                 break
             lam = self._read(new)
         return None, hi, lo
 
+    def _same_points(self, a, b):
+        """Whether two states flag the same points."""
+        if a.n_outliers != b.n_outliers:
+            return False
+        host = self.solver.to_host
+        return bool(np.array_equal(np.asarray(host(a.outliers.index)),
+                                   np.asarray(host(b.outliers.index))))
+
     def _bracket(self, hi, lo, lam, new):
         """(hi, lo) narrowed by an evaluation: hi the smallest lam flagging fewer
         than s, lo the largest flagging more."""
         if new.n_outliers < self.s:
-            return ((lam, new) if hi is None or lam < hi[0] else hi), lo
-        return hi, ((lam, new) if lo is None or lam > lo[0] else lo)
+            hi = (lam, new) if hi is None or lam < hi[0] else hi
+        else:
+            lo = (lam, new) if lo is None or lam > lo[0] else lo
+        if self.first_bracket is None and hi is not None and lo is not None:
+            self.first_bracket = ((hi[0], hi[1].n_outliers), (lo[0], lo[1].n_outliers))
+        return hi, lo
+
+    def _shows_jump(self, hi, lo):
+        """Whether the counts across the bracket (hi, lo) differ by more than
+        JUMP_FACTOR times what the first bracket's slope predicts over its width."""
+        if self.first_bracket is None:
+            return False
+        (lam_a, count_a), (lam_b, count_b) = self.first_bracket
+        if not (lam_b > 0 and lo[0] > 0 and lam_a > lam_b):
+            return False
+        slope = (count_b - count_a) / math.log(lam_a / lam_b)
+        predicted = slope * math.log(hi[0] / lo[0])
+        return lo[1].n_outliers - hi[1].n_outliers > JUMP_FACTOR * max(predicted, 1.0)
 
     def _between(self, hi, lo):
         """A lam strictly inside the bracket (either side may be open)."""
@@ -300,11 +346,16 @@ class CountSearch:
         inside the bracket (the solution path is discontinuous there, where the
         solution falls into another local minimum), and narrowing the jump
         further (to ``rtol``) only reproduces counts on either side of it.
+        With ``jump_stall`` (searches of cold fits), already after that many
+        when the bracket shows the jump (:meth:`_shows_jump`).
         """
         stall = 0
         for _ in range(self.max_bisect):
             lam_hi, lam_lo = hi[0], lo[0]
             if lam_hi - lam_lo <= self.rtol * lam_hi or stall >= self.max_stall:
+                break
+            if (self.jump_stall is not None and stall >= self.jump_stall
+                    and self._shows_jump(hi, lo)):
                 break
             mid = math.sqrt(lam_hi * lam_lo) if lam_lo > 0 else 0.5 * lam_hi  # never 0
             best = self.best
@@ -415,6 +466,7 @@ def select_by_count(solver, inits, s, weighted):
     # and each of its evaluations is a whole cold fit (30-40 EM iterations at
     # 1,000 points): a jump of the count is declared after fewer of them
     stall = COLD_MAX_STALL if solver.model.cold_count_search else MAX_STALL
+    jump = JUMP_STALL if solver.model.cold_count_search else None
     # the best screened start gets the whole search from its own reading; the
     # next kept ones start theirs at the lam it found, where they usually hit
     # s at the first evaluation: a few probing rounds, no bisection
@@ -422,12 +474,12 @@ def select_by_count(solver, inits, s, weighted):
     found = None
     for k, (_, lam, state, i) in enumerate(distinct[:n_keep(len(inits))]):
         search = CountSearch(solver, s, _solver_from(solver, inits[i], state), loose=loose,
-                             max_stall=stall)
+                             max_stall=stall, jump_stall=jump)
         if k == 0:
             results.append(search.search(lam) + (search,))
             found = results[0][0]
         else:
-            results.append(search.probe(found) + (search,))
+            results.append(search.probe(found, answer=results[0][1]) + (search,))
     lam, state, search = min(results, key=lambda r: (abs(r[1].n_outliers - s),
                                                      solver.trimmed_cost(r[1], s)))
     lam, state = search.finish(lam, state)
