@@ -520,3 +520,30 @@ def test_tied_types_reproduce_the_common_covariance_fits_of_main(case):
                                        err_msg=key)
         else:
             np.testing.assert_array_equal(value, recorded, err_msg=key)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 11), st.integers(1, 4), st.integers(0, 40),
+       st.sampled_from(["spherical", "diag"]), st.integers(0, 2**31 - 1))
+def test_row_norms_of_all_components_at_once_are_the_per_component_norms(p, C, k, kind,
+                                                                         seed):
+    # the small-N EM iteration measures outlier rows in every component's norm
+    # at once; the numbers are those of one component at a time, bit for bit
+    # (NumPy sums fewer than 8 terms left to right; beyond, to rounding)
+    from robustclust._core.geometry import _row_norms_in, row_sq_distances, row_sq_norms
+
+    rng = np.random.default_rng(seed)
+    covs = ComponentCovariances(kind, rng.uniform(0.1, 10.0, C if kind == "spherical"
+                                                  else (C, p)), p)
+    V = rng.normal(scale=rng.uniform(0.1, 100.0), size=(k, p))
+    M = rng.normal(size=(C, p))
+    want_norms = np.stack([_row_norms_in(V, covs, c, np) for c in range(C)], axis=1)
+    want_dists = np.stack([_row_norms_in(V - M[c], covs, c, np) for c in range(C)], axis=1)
+    got_norms, got_dists = row_sq_norms(V, covs), row_sq_distances(V, M, covs)
+    assert got_norms.shape == got_dists.shape == (k, C)
+    if p < 8:
+        np.testing.assert_array_equal(got_norms, want_norms)
+        np.testing.assert_array_equal(got_dists, want_dists)
+    else:
+        np.testing.assert_allclose(got_norms, want_norms, rtol=1e-14)
+        np.testing.assert_allclose(got_dists, want_dists, rtol=1e-14)
