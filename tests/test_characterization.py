@@ -29,6 +29,14 @@ fixture ``earlier_mixture_rule`` restores the recorded rule (means and
 outliers moving by less than 1e-6 of their norms) so that every iterate can
 still be compared; ``tests/test_mixture.py`` checks the new rule.
 
+The weighted (log-penalty) hard fits were then changed on purpose: their
+centre step is now the IRLS step of the MM majorizer (as the convex
+penalty's), which has the same fixed points as eq. (9) but does not crawl
+when most points are flagged.  ``wrkm_hard_large_lam`` reaches the same
+solution (labels, outliers, cost to 1e-9; centres within the tolerance's
+reach, 4e-8); ``wrkm_hard_lam`` a different local minimum of lower cost
+(1980.47 against 2006.11, 48 outliers instead of 49).
+
 The fits with a target count were then changed on purpose by the new count
 search (order statistics, screened restarts): they must flag the same
 points as recorded (all 25 but one do), and the one that differs flagged
@@ -47,7 +55,8 @@ sys.path.insert(0, str(HERE))
 import cases  # noqa: E402
 
 RECORD = np.load(HERE / "main_e0d44fb.npz")
-CHANGED = {"rkm_hard_lam0", "rpc_spherical_sparse_lam"}
+CHANGED = {"rkm_hard_lam0", "rpc_spherical_sparse_lam", "wrkm_hard_lam",
+           "wrkm_hard_large_lam"}
 #: Fits with a target count: the count search was rewritten after the recording
 #: (order statistics instead of a grid walk), so lambda (anywhere in the
 #: interval that flags s points) and the iterates differ; the flagged set must not.
@@ -145,3 +154,21 @@ def test_sparse_degenerate_mixture_now_equals_its_dense_fit():
     assert recorded("rpc_spherical_sparse_lam")["objective_"] == pytest.approx(10146.382,
                                                                                 abs=1e-3)
     assert dense.objective_ == pytest.approx(10120.6525, abs=1e-3)
+
+
+def test_weighted_fits_take_irls_centre_steps_to_the_same_or_a_lower_minimum():
+    # the same solution: labels and outliers exact, the cost to 1e-9, the centres
+    # within the stopping rule's reach (tol = 1e-4 of their norm)
+    new, old = run("wrkm_hard_large_lam"), recorded("wrkm_hard_large_lam")
+    np.testing.assert_array_equal(new["labels_"], old["labels_"])
+    np.testing.assert_array_equal(new["outlier_mask_"], old["outlier_mask_"])
+    assert float(new["objective_"]) == pytest.approx(float(old["objective_"]), rel=1e-9)
+    scale = np.abs(old["cluster_centers_"]).max()
+    np.testing.assert_allclose(new["cluster_centers_"], old["cluster_centers_"], rtol=0,
+                               atol=1e-6 * scale)
+    assert int(new["n_iter_"]) <= int(old["n_iter_"])
+    # another local minimum, of lower cost, one flagged point fewer
+    new, old = run("wrkm_hard_lam"), recorded("wrkm_hard_lam")
+    assert float(new["objective_"]) < float(old["objective_"]) - 10.0
+    assert (int(new["n_outliers_"]), int(old["n_outliers_"])) == (48, 49)
+    assert (new["outlier_mask_"] != old["outlier_mask_"]).sum() == 1

@@ -122,7 +122,9 @@ def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old):
         shrink[i] = 1 - tau[i] / np.linalg.norm(r) if o.any() else 0.0
         size[i] = np.linalg.norm(o)
         if irls and o.any():
-            a = min(1.0, (lam / 2) / np.linalg.norm(X[i] - M[labels[i]]))
+            # the knee: lam / 2, or the log penalty's next threshold (eq. (30))
+            knee = lam / (2 * (size[i] + eps)) if weighted else lam / 2
+            a = min(1.0, knee / np.linalg.norm(X[i] - M[labels[i]]))
             sums[labels[i]] += w[i] * a * X[i]
             weights[labels[i]] += w[i] * a
         else:
@@ -134,9 +136,10 @@ def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old):
                 objective=objective, shift=np.sqrt(shift2), onorm=np.linalg.norm(size))
 
 
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("weighted, irls", [(False, True), (False, False), (True, True),
+                                           (True, False)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_hard_pass_with_outliers_matches_its_definition(weighted, dtype):
+def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype):
     rng = np.random.default_rng(3)
     n, p, C = 701, 6, 4
     M = rng.normal(scale=3.0, size=(C, p))
@@ -152,10 +155,10 @@ def test_hard_pass_with_outliers_matches_its_definition(weighted, dtype):
            "ref": rng.integers(C, size=n), "centers": rng.normal(size=(C, p))}
     sq = (X.astype(np.float64) ** 2).sum(1)
     out = hard_pass(X, M, sq, w, prev, lam=lam, tau0=lam / (2 * eps) if weighted else lam / 2,
-                    eps=eps, weighted=weighted, irls=not weighted, prev_size=prev_size,
+                    eps=eps, weighted=weighted, irls=irls, prev_size=prev_size,
                     old_shrink=old["shrink"], old_ref=old["ref"], old_centers=old["centers"],
                     n_threads=3, chunk_rows=64)
-    ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, not weighted, old)
+    ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old)
     tol = 1e-9 if dtype == np.float64 else 2e-5
     assert 50 < (ref["shrink"] > 0).sum() < n
     np.testing.assert_array_equal(out["labels"], ref["labels"])

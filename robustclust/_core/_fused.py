@@ -363,7 +363,18 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     shrink[i] = s
                     size[i] = sz
                     tot[1] += sz * sz
-                    if irls:
+                    if irls and weighted:
+                        # the log penalty: the knee is the next O-step's threshold,
+                        # lam / (2 (||o|| + eps)) at this pass's o (eq. (30))
+                        dl = r2 if lab == l else xx + mm[lab] - 2.0 * grow[lab]
+                        a = 1.0
+                        if dl > 0.0:
+                            a = min(lam / (2.0 * (sz + eps)) / math.sqrt(dl), 1.0)
+                        wa = w * a
+                        weights[lab] += wa
+                        for j in range(p):
+                            sums[lab, j] += wa * X[i, j]
+                    elif irls:
                         # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
                         a = t
                         if lab != l:
@@ -881,8 +892,8 @@ def init_state(solver, centers, lam):
     result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight,
                        np.zeros(g.n_samples, dtype=np.intp), lam=lam if finite else np.inf,
                        tau0=tau0, eps=eps, irls=irls, nearest=True)
-    key = "any" if not finite or not result["shrink"].any() else (("irls", lam) if irls
-                                                                   else "eq9")
+    key = "any" if not finite or not result["shrink"].any() else (
+        ("irls", lam, penalty.weighted) if irls else "eq9")
     return _state(solver, centers, result, key)
 
 
@@ -903,7 +914,8 @@ class FusedStepper:
         self.penalty = penalty
         self.tol = solver.tol if tol is None else tol
         self.irls = solver.model.uses_irls(penalty)
-        self.key = ("irls", lam) if self.irls else "eq9"
+        # the IRLS weights depend on lam and on the penalty's thresholds
+        self.key = ("irls", lam, penalty.weighted) if self.irls else "eq9"
         self.tau0, self.eps = _thresholds(lam, penalty)
         self.buffers = [None, None]
         self.turn = 0
