@@ -464,7 +464,8 @@ def select_by_count(solver, inits, s, weighted):
     # searches run at the full tolerance
     loose = 1.0 if solver.model.cold_count_search else LOOSE_TOL_FACTOR
     # and each of its evaluations is a whole cold fit (30-40 EM iterations at
-    # 1,000 points): a jump of the count is declared after fewer of them
+    # 1,000 points): a jump of the count is declared after fewer of them when
+    # the bracket shows one (JUMP_STALL, :meth:`CountSearch._shows_jump`)
     stall = COLD_MAX_STALL if solver.model.cold_count_search else MAX_STALL
     jump = JUMP_STALL if solver.model.cold_count_search else None
     # the best screened start gets the whole search from its own reading; the
