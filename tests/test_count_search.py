@@ -141,18 +141,18 @@ def test_a_count_that_moves_at_full_tolerance_is_searched_again():
 
 
 class _PlateauJumpSolver(_JumpSolver):
-    """Counts that fall smoothly with lam, level off on either side of a jump from
-    700 to 500 at lam = 1 (as cold EM fits do near a jump), and whose
-    critical lams all tie (no reading: the search brackets and bisects)."""
+    """Counts that fall smoothly with lam, level off within 1e-3 on either side of
+    a jump from 700 to 500 at lam = 1 (as cold EM fits do near a jump), and
+    whose critical lams all tie (no reading: the search brackets and bisects)."""
 
     def count(self, lam):
-        if lam <= 0.9:
-            return 700 + round(2000 * (0.9 - lam))
+        if lam <= 0.999:
+            return 700 + round(2000 * (0.999 - lam))
         if lam <= 1.0:
             return 700
-        if lam <= 1.1:
+        if lam <= 1.001:
             return 500
-        return max(0, 500 - round(2000 * (lam - 1.1)))
+        return max(0, 500 - round(2000 * (lam - 1.001)))
 
     def critical_lambdas(self, state, weighted=False):
         return np.ones(1000)
@@ -171,8 +171,8 @@ def test_a_search_of_cold_fits_ends_sooner_at_a_bracket_that_shows_a_jump():
     # the same closest count (either side of the jump is 100 away) ...
     assert abs(state.n_outliers - 600) == abs(state_early.n_outliers - 600) == 100
     # ... after MAX_STALL - JUMP_STALL fewer bisection steps: the plateaus bring no
-    # count closer, and across the narrowed bracket the count changes by 200
-    # where the first bracket's slope predicts far less
+    # count closer, and across the bracket, narrowed below JUMP_RTOL, the count
+    # changes by 200 where the first bracket's slope predicts far less
     assert early.evaluations == plain.evaluations - (MAX_STALL - JUMP_STALL)
     (lam_a, count_a), (lam_b, count_b) = early.first_bracket
     assert count_a < 600 < count_b and lam_a > lam_b
@@ -228,11 +228,11 @@ def test_a_probe_that_reaches_the_answers_points_ends_there(answer_points):
     # jump): when its first evaluation flags the same points as the search's
     # answer it has reached the same solution, and the probe stops
     solver = _FlaggingSolver()
-    answer = solver.run(None, 1.05)
+    answer = solver.run(None, 1.0005)
     if answer_points == "other":
         answer = replace(answer, outliers=SimpleNamespace(index=np.arange(1, 501)))
     search = CountSearch(solver, 600, lambda lam, hi, tol: solver.run(None, lam, tol=tol),
                          loose=1.0, jump_stall=JUMP_STALL)
-    lam, state = search.probe(1.05, answer=None if answer_points is None else answer)
-    assert (lam, state.n_outliers) == (1.05, 500)
+    lam, state = search.probe(1.0005, answer=None if answer_points is None else answer)
+    assert (lam, state.n_outliers) == (1.0005, 500)
     assert search.evaluations == (1 if answer_points == "same" else PROBE_ROUNDS)
