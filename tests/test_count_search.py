@@ -176,6 +176,12 @@ def test_a_search_of_cold_fits_ends_sooner_at_a_bracket_that_shows_a_jump():
     assert early.evaluations == plain.evaluations - (MAX_STALL - JUMP_STALL)
     (lam_a, count_a), (lam_b, count_b) = early.first_bracket
     assert count_a < 600 < count_b and lam_a > lam_b
+    # the same gap across a bracket wider than JUMP_RTOL is no jump yet: s may
+    # lie inside it (a kernel mixture asked for 24 saw 23 and 36 across 6e-3)
+    hi, lo = _State(1.0005, 500, 0.0), _State(0.9995, 700, 0.0)
+    assert early._shows_jump((hi.lam, hi), (lo.lam, lo))
+    wide_hi, wide_lo = _State(1.01, 500, 0.0), _State(0.99, 700, 0.0)
+    assert not early._shows_jump((wide_hi.lam, wide_hi), (wide_lo.lam, wide_lo))
 
 
 class _SteepSolver(_JumpSolver):
