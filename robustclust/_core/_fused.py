@@ -363,25 +363,23 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     shrink[i] = s
                     size[i] = sz
                     tot[1] += sz * sz
-                    if irls and weighted:
-                        # the log penalty: the knee is the next O-step's threshold,
-                        # lam / (2 (||o|| + eps)) at this pass's o (eq. (30))
-                        dl = r2 if lab == l else xx + mm[lab] - 2.0 * grow[lab]
-                        a = 1.0
-                        if dl > 0.0:
-                            a = min(lam / (2.0 * (sz + eps)) / math.sqrt(dl), 1.0)
-                        wa = w * a
-                        weights[lab] += wa
-                        for j in range(p):
-                            sums[lab, j] += wa * X[i, j]
-                    elif irls:
-                        # a = min(1, tau / ||x - m_lab||); for lab = l that is tau / r = t
-                        a = t
-                        if lab != l:
-                            dl = xx + mm[lab] - 2.0 * grow[lab]
+                    if irls:
+                        if weighted:
+                            # the log penalty: the knee is the next O-step's
+                            # threshold, lam / (2 (||o|| + eps)) at this pass's o
+                            # (eq. (30))
+                            dl = r2 if lab == l else xx + mm[lab] - 2.0 * grow[lab]
                             a = 1.0
                             if dl > 0.0:
-                                a = min(tau / math.sqrt(dl), 1.0)
+                                a = min(lam / (2.0 * (sz + eps)) / math.sqrt(dl), 1.0)
+                        else:
+                            # a = min(1, tau / ||x - m_lab||); for lab = l: tau / r = t
+                            a = t
+                            if lab != l:
+                                dl = xx + mm[lab] - 2.0 * grow[lab]
+                                a = 1.0
+                                if dl > 0.0:
+                                    a = min(tau / math.sqrt(dl), 1.0)
                         wa = w * a
                         weights[lab] += wa
                         for j in range(p):
