@@ -3,13 +3,13 @@ and a converged run is a fixed point of every update."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from robustclust import RobustKMeans
 from robustclust._core.models import fuzzy_memberships
-from robustclust._core.penalties import make_penalty
+from robustclust._core.penalties import log_critical, log_limit, make_penalty
 
 
 def _contaminated(seed, n_in=60, n_out=12, p=3, C=3):
@@ -134,6 +134,47 @@ def test_mm_step_decreases_the_log_penalized_cost(r, prev, lam, eps):
         return np.sum((r - o) ** 2) + lam * np.log1p(np.linalg.norm(o) / eps)
 
     assert cost(new) <= cost(prev) + 1e-9
+
+
+def _mm_steps(a, t, lam, eps, steps):
+    for _ in range(steps):
+        t = max(a - lam / (2 * (t + eps)), 0.0)
+    return t
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(0.0, 8.0), prev=st.floats(0.0, 8.0), lam=st.floats(0.01, 10.0),
+       eps=st.floats(0.01, 1.0))
+def test_log_limit_is_where_the_mm_steps_go(a, prev, lam, eps):
+    # the O-step of the log penalty: the MM steps of eq. (30) run to their limit,
+    # in closed form; it is a fixed point of the step and costs no more than prev
+    disc = (a + eps) ** 2 - 2 * lam
+    lower = 0.5 * ((a - eps) - np.sqrt(max(disc, 0.0)))
+    # away from a tangent point or the unstable fixed point, where the steps crawl
+    assume(abs(disc) > 1e-2 and abs(prev - lower) > 1e-2 and lam / (2 * eps) != a)
+    t = float(log_limit(np.array([a]), np.array([prev]), lam, eps)[0])
+    assert t == pytest.approx(_mm_steps(a, prev, lam, eps, 20_000), abs=1e-6)
+    assert t == pytest.approx(max(a - lam / (2 * (t + eps)), 0.0), abs=1e-9)
+
+    def cost(t):
+        return (a - t) ** 2 + lam * np.log1p(t / eps)
+
+    assert cost(t) <= cost(prev) + 1e-9
+    assert cost(t) <= cost(_mm_steps(a, prev, lam, eps, 1)) + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(0.0, 8.0), prev=st.floats(0.0, 8.0), eps=st.floats(0.01, 1.0))
+def test_log_critical_lambda_is_where_the_limit_turns_on(a, prev, eps):
+    crit = float(log_critical(np.array([a]), np.array([prev]), eps)[0])
+    assume(crit > 1e-6)
+
+    def flagged(lam):
+        return float(log_limit(np.array([a]), np.array([prev]), lam, eps)[0]) > 0
+
+    assert flagged(crit * (1 - 1e-6)) and not flagged(crit * (1 + 1e-6))
+    # from o = 0: the first MM step's threshold lam / (2 eps), inverted
+    assert float(log_critical(np.array([a]), np.array([0.0]), eps)[0]) == 2 * eps * a
 
 
 @settings(max_examples=40, deadline=None)

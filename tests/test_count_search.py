@@ -14,6 +14,7 @@ from robustclust._core.selection import (
     LOOSE_TOL_FACTOR,
     MAX_STALL,
     PROBE_ROUNDS,
+    WEIGHTED_STEP,
     CountSearch,
 )
 from robustclust.datasets import make_blobs_with_outliers
@@ -242,3 +243,27 @@ def test_a_probe_that_reaches_the_answers_points_ends_there(answer_points):
     lam, state = search.probe(1.0005, answer=None if answer_points is None else answer)
     assert (lam, state.n_outliers) == (1.0005, 500)
     assert search.evaluations == (1 if answer_points == "same" else PROBE_ROUNDS)
+
+
+class _OvershootSolver(_LinearSolver):
+    """Count = round(100 - 50 lam), and readings far past the lam flagging s (the
+    weighted problem's critical lams at a solution: see CountSearch._within_step)."""
+
+    def critical_lambdas(self, state, weighted=False):
+        return 40.0 + np.arange(100) / 100
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_weighted_search_steps_at_most_weighted_step_past_its_bracket(weighted):
+    solver = _OvershootSolver()
+    search = CountSearch(solver, 37, lambda lam, hi, tol: solver.run(None, lam, tol=tol),
+                         weighted=weighted)
+    lam, state = search.search(0.1)
+    assert state.n_outliers == 37
+    second = solver.runs[1][0]
+    # 0.1 flags 95 > 37: the reading (about 40.6) is taken as is, or capped at
+    # WEIGHTED_STEP times 0.1
+    if weighted:
+        assert second == WEIGHTED_STEP * 0.1
+    else:
+        assert 40.6 < second < 40.65

@@ -104,22 +104,38 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
 
 
-def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old):
+def _mm_limit(a, z, lam, eps, steps=20_000):
+    """The log penalty's MM steps of eq. (30), z <- [a - lam / (2 (z + eps))]_+, run
+    from z until they stop moving (the O-step's definition, iterated)."""
+    for _ in range(steps):
+        z_next = np.maximum(a - lam / (2 * (z + eps)), 0.0)
+        if np.array_equal(z_next, z):
+            break
+        z = z_next
+    return z
+
+
+def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):
     """The O-step, U-step, next centre sums and outlier shift, written out per point."""
     X, M = X.astype(np.float64), M.astype(np.float64)
     n, C = len(X), len(M)
     labels, shrink, size = np.empty(n, int), np.zeros(n), np.zeros(n)
     sums, weights, objective, shift2 = np.zeros_like(M), np.zeros(C), 0.0, 0.0
+    if weighted:  # the limit of the MM steps from the previous ||o_n||
+        limit = _mm_limit(np.linalg.norm(X - M[prev], axis=1), prev_size, lam, eps)
     for i in range(n):
         r = X[i] - M[prev[i]]
-        o = max(0.0, 1 - tau[i] / np.linalg.norm(r)) * r  # eq. (11)
+        if weighted:
+            o = limit[i] / np.linalg.norm(r) * r
+        else:
+            o = max(0.0, 1 - tau[i] / np.linalg.norm(r)) * r  # eq. (11)
         y = X[i] - o
         pen = np.linalg.norm(o)
         pen = lam * (np.log1p(pen / eps) if weighted else pen)
         D = ((y - M) ** 2).sum(1) + (pen if o.any() else 0.0)  # eq. (15)
         labels[i] = D.argmin()
         objective += w[i] * D.min()
-        shrink[i] = 1 - tau[i] / np.linalg.norm(r) if o.any() else 0.0
+        shrink[i] = np.linalg.norm(o) / np.linalg.norm(r) if o.any() else 0.0
         size[i] = np.linalg.norm(o)
         if irls and o.any():
             # the knee: lam / 2, or the log penalty's next threshold (eq. (30))
@@ -158,7 +174,7 @@ def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype):
                     eps=eps, weighted=weighted, irls=irls, prev_size=prev_size,
                     old_shrink=old["shrink"], old_ref=old["ref"], old_centers=old["centers"],
                     n_threads=3, chunk_rows=64)
-    ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old)
+    ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size)
     tol = 1e-9 if dtype == np.float64 else 2e-5
     assert 50 < (ref["shrink"] > 0).sum() < n
     np.testing.assert_array_equal(out["labels"], ref["labels"])

@@ -508,15 +508,24 @@ def test_tied_types_reproduce_the_common_covariance_fits_of_main(case):
     # the same numbers to the last bit until the starts' robust K-means fits ran the
     # compiled hard pass at every size (its sums round differently: a few units in the
     # last place, 6e-16 relative on paper_full_count)
+    # (the weighted case since the log penalty's O-step takes the limit of its MM
+    # steps: the same flagged points, labels, predictions and iterations; the
+    # parameters within 1e-3 of scale (measured: means 5e-5, variance 3e-4), at
+    # another lambda of the interval that flags the count, so its cost is not
+    # compared)
     record_tied, record = _recorded_tied()
     old = record_tied.CASES[case][1]
     got = record_tied.fit(case, {"spherical": "tied_spherical", "diag": "tied_diag",
                                  "full": "tied"}[old])
+    weighted = "weighted" in case
     for key, value in got.items():
         recorded = record[f"{case}/{key}"]
+        if weighted and key in ("lambda_", "objective_"):
+            continue
         if np.asarray(recorded).dtype.kind == "f":
             scale = np.max(np.abs(recorded)) if np.size(recorded) else 0.0
-            np.testing.assert_allclose(value, recorded, rtol=1e-12, atol=1e-12 * scale,
+            tol = 1e-3 if weighted else 1e-12
+            np.testing.assert_allclose(value, recorded, rtol=tol, atol=tol * scale,
                                        err_msg=key)
         else:
             np.testing.assert_array_equal(value, recorded, err_msg=key)

@@ -6,8 +6,9 @@ G = X M^T and O(C) numbers per point, so :func:`hard_pass` does it in one
 chunked pass over X, as scikit-learn's Lloyd loop does for K-means:
 
 * r_n = x_n - m_l with l the previous label: ||r_n||^2 = ||x||^2 + ||m_l||^2 - 2 g_l;
-* the O-step of eq. (11) (thresholds of eq. (30) for the log penalty):
-  s_n = [1 - tau_n / ||r_n||]_+, o_n = s_n r_n;
+* the O-step of eq. (11), s_n = [1 - tau / ||r_n||]_+, o_n = s_n r_n (for
+  the log penalty the limit of the MM steps of eq. (30),
+  :func:`~robustclust._core.penalties.log_limit`);
 * the U-step of eq. (15): for an inlier the nearest centre; for an outlier
   (y = x - o = t x + s m_l, t = 1 - s) the distances
   ||y - m_c||^2 = t^2 ||x||^2 + 2 t (s g_l - g_c) + s^2 ||m_l||^2 - 2 s <m_l, m_c> + ||m_c||^2
@@ -315,11 +316,21 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 if r2 < 0.0:
                     r2 = 0.0
                 tau = tau0
-                if weighted and prev_size[i] > 0.0:
-                    tau = lam / (2.0 * (prev_size[i] + eps))
                 s = 0.0
                 r_ = 0.0
-                if r2 > tau * tau:
+                if weighted:
+                    # the limit of the MM steps from ||o|| = prev_size
+                    # (penalties.log_limit, the same arithmetic)
+                    z0 = prev_size[i]
+                    if z0 > 0.0 or r2 > tau0 * tau0:
+                        r_ = math.sqrt(r2)
+                        disc = (r_ + eps) * (r_ + eps) - 2.0 * lam
+                        root = math.sqrt(max(disc, 0.0))
+                        zhi = 0.5 * ((r_ - eps) + root)
+                        zlo = 0.5 * ((r_ - eps) - root)
+                        if zhi > 0.0 and (z0 == 0.0 or (disc >= 0.0 and z0 > zlo)):
+                            s = zhi / r_
+                elif r2 > tau * tau:
                     r_ = math.sqrt(r2)
                     s = 1.0 - tau / r_
                 w = sample_weight[i]

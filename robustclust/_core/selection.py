@@ -133,6 +133,9 @@ COLD_MAX_STALL = MAX_STALL
 JUMP_STALL = 2
 JUMP_FACTOR = 10.0
 JUMP_RTOL = 2e-3
+#: Largest step, as a factor of lam, from an open bracket's side to a weighted
+#: search's next reading (see :meth:`CountSearch._within_step`).
+WEIGHTED_STEP = 2.0
 #: Evaluations of a kept start's search begun at the lam another start found.
 PROBE_ROUNDS = 3
 
@@ -299,7 +302,23 @@ class CountSearch:
             if settle and hi is not None and lo is not None and round_ >= rounds // 2:
                 break
             lam = self._read(new)
+            if self.weighted and lam is not None:
+                lam = self._within_step(lam, hi, lo)
         return None, hi, lo
+
+    def _within_step(self, lam, hi, lo):
+        """A weighted search's reading, at most WEIGHTED_STEP times past an open
+        bracket's side.  The critical lams of the weighted problem's flagged
+        points, at a solution, are where their MM limit vanishes with the
+        centres fixed, far above the lam that the same points stop being
+        flagged at in a run from the unweighted solution (each evaluation's
+        start): the reading overshoots, and a run at a lam that flags few
+        points of a soft model can take ten times the iterations of one near s."""
+        if hi is None and lo is not None and lo[0] > 0:
+            return min(lam, WEIGHTED_STEP * lo[0])
+        if lo is None and hi is not None:
+            return max(lam, hi[0] / WEIGHTED_STEP)
+        return lam
 
     def _same_points(self, a, b):
         """Whether two states flag the same points."""
