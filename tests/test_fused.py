@@ -11,6 +11,7 @@ from sklearn.cluster import KMeans
 import robustclust._core._fused as fused_module
 from robustclust import RobustKMeans
 from robustclust._core._fused import hard_pass
+from reference_steps import mm_limit
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -104,17 +105,6 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
 
 
-def _mm_limit(a, z, lam, eps, steps=20_000):
-    """The log penalty's MM steps of eq. (30), z <- [a - lam / (2 (z + eps))]_+, run
-    from z until they stop moving (the O-step's definition, iterated)."""
-    for _ in range(steps):
-        z_next = np.maximum(a - lam / (2 * (z + eps)), 0.0)
-        if np.array_equal(z_next, z):
-            break
-        z = z_next
-    return z
-
-
 def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):
     """The O-step, U-step, next centre sums and outlier shift, written out per point."""
     X, M = X.astype(np.float64), M.astype(np.float64)
@@ -122,7 +112,7 @@ def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size
     labels, shrink, size = np.empty(n, int), np.zeros(n), np.zeros(n)
     sums, weights, objective, shift2 = np.zeros_like(M), np.zeros(C), 0.0, 0.0
     if weighted:  # the limit of the MM steps from the previous ||o_n||
-        limit = _mm_limit(np.linalg.norm(X - M[prev], axis=1), prev_size, lam, eps)
+        limit = mm_limit(np.linalg.norm(X - M[prev], axis=1), prev_size, lam, eps)
     for i in range(n):
         r = X[i] - M[prev[i]]
         if weighted:

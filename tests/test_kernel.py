@@ -22,6 +22,7 @@ from robustclust._core.penalties import make_penalty
 from robustclust._core.solver import Solver
 from robustclust._estimators.kernels import median_heuristic_gamma
 from robustclust.datasets import make_blobs_with_outliers, make_rings_with_outliers
+from reference_steps import mm_limit
 
 
 def _problem(seed, n=30, p=4, C=3):
@@ -33,21 +34,9 @@ def _problem(seed, n=30, p=4, C=3):
 
 
 # -- direct transcriptions of Algorithms 3 and 4 (N x N matrices A, B, Delta) --------
-def _mm_limit(a, t, lam, eps, steps=20_000):
-    """The log penalty's O-step: the MM steps of eq. (30) on the magnitudes,
-    t <- [a - lam / (2 (t + eps))]_+, run from t until they stop moving (the
-    paper takes one step per iteration; the package takes their limit)."""
-    for _ in range(steps):
-        t_next = np.maximum(a - lam / (2 * (t + eps)), 0.0)
-        if np.array_equal(t_next, t):
-            break
-        t = t_next
-    return t
-
-
 def _krkm_direct(K, U0, q, lam, weighted, eps, n_iter):
-    """Algorithm 3 verbatim (the weighted O-step: :func:`_mm_limit`): returns the
-    list of (B, A, U) after each iteration."""
+    """Algorithm 3 verbatim (the weighted O-step: :func:`reference_steps.mm_limit`):
+    returns the list of (B, A, U) after each iteration."""
     N, C = U0.shape
     I = np.eye(N)
     U, A = U0.copy(), np.zeros((N, N))
@@ -60,7 +49,7 @@ def _krkm_direct(K, U0, q, lam, weighted, eps, n_iter):
         norms = np.sqrt(np.maximum(np.einsum("in,ij,jn->n", Delta, K, Delta), 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             if weighted:
-                t = _mm_limit(norms, prev, lam, eps)
+                t = mm_limit(norms, prev, lam, eps)
                 shrink = np.where(t > 0, t / norms, 0.0)
             else:
                 shrink = np.where(norms > lam / 2, 1 - lam / (2 * norms), 0.0)
@@ -84,7 +73,7 @@ def _krkm_direct(K, U0, q, lam, weighted, eps, n_iter):
 
 def _krpc_direct(K, B0, pi0, var0, lam, P, weighted, eps, n_iter):
     """Algorithm 4, with step 8 using the updated distances (the weighted O-step:
-    :func:`_mm_limit` in the units of sigma): (B, A, sigma^2, pi)."""
+    :func:`reference_steps.mm_limit` in the units of sigma): (B, A, sigma^2, pi)."""
     N, C = B0.shape
     I = np.eye(N)
     B, A, pi, var = B0.copy(), np.zeros((N, N)), pi0.copy(), var0
@@ -110,7 +99,7 @@ def _krpc_direct(K, B0, pi0, var0, lam, P, weighted, eps, n_iter):
         lam_n = lam / (prev / sigma + eps) if weighted else np.full(N, lam)  # eq. (30)
         with np.errstate(divide="ignore", invalid="ignore"):
             if weighted:  # ||o||/sigma: threshold lam / (t + eps), i.e. 2 lam / (2 (t + eps))
-                t = _mm_limit(norms / sigma, prev / sigma, 2 * lam, eps)
+                t = mm_limit(norms / sigma, prev / sigma, 2 * lam, eps)
                 shrink = np.where(t > 0, t * sigma / norms, 0.0)
             else:
                 shrink = np.where(norms > lam_n * sigma, 1 - lam_n * sigma / norms, 0.0)
