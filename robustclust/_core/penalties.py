@@ -138,16 +138,6 @@ class GroupPenalty:
             return log_critical(norms, prev_norms, self.eps)
         return 2.0 * norms
 
-    def magnitude_step(self, lam, magnitudes, prev, squares=None):
-        """The O-step's new magnitudes t (||o_n||, or |o_nj| entry-wise) from the
-        residuals' ``magnitudes`` a (``squares``: a^2 as computed, if known) and
-        the previous ones ``prev`` (log penalty: :func:`log_limit`; convex:
-        [a - lam / 2]_+)."""
-        if self.weighted:
-            return log_limit(magnitudes, prev, lam, self.eps, squares)
-        xp, _ = namespace(magnitudes)
-        return maximum(magnitudes - lam / 2.0, 0.0, xp)
-
     def lambda_max(self, residual_max):
         """Smallest lam at which the O-step from O = 0 flags nothing.
 
@@ -270,7 +260,7 @@ def outlier_step(penalty, lam, r2, W, prev, xp=np, residuals=None):
         return _elementwise_step(penalty, lam, n, W, prev, residuals)
     norms = xp.sqrt(r2)
     if penalty.weighted:
-        size = penalty.magnitude_step(lam, norms, prev.sizes_full, r2)
+        size = log_limit(norms, prev.sizes_full, lam, penalty.eps, r2)
         shrink = where(size > 0, size / where(norms > 0, norms, 1.0, xp), 0.0, xp)
     else:
         tau = penalty.point_thresholds(lam, prev.sizes_full)
@@ -299,7 +289,7 @@ def _elementwise_step(penalty, lam, n, W, prev, residuals):
         if prev.count:
             before[pos >= 0] = prev_rows[pos[pos >= 0]]
         if penalty.weighted:
-            O = (np.sign(R) * penalty.magnitude_step(lam, np.abs(R), np.abs(before))
+            O = (np.sign(R) * log_limit(np.abs(R), np.abs(before), lam, penalty.eps)
                  ).astype(R.dtype, copy=False)
         else:
             O = penalty.prox(R, penalty.threshold_at(lam, before))
