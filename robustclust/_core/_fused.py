@@ -88,6 +88,33 @@ def _margin(kerr, xx, mmax):
     return kerr * 0.5 * (xx + mmax)
 
 
+@njit(nogil=True, cache=True)
+def group_shrink(r2, z0, lam, tau0, eps, weighted):
+    """The group O-step of one point: (s, ||r||) with o = s r, for a residual of
+    squared norm ``r2`` (||r|| is 0 when s = 0 and it was not needed).
+
+    Convex penalty: s = [1 - tau0 / ||r||]_+ (eq. (11)).  Log penalty
+    (``weighted``): the limit of the MM steps of eq. (30) from ||o|| = ``z0``,
+    the arithmetic of :func:`~robustclust._core.penalties.log_limit`
+    (tau0 = lam / (2 eps) is the threshold from z0 = 0).
+    """
+    s = 0.0
+    r_ = 0.0
+    if weighted:
+        if z0 > 0.0 or r2 > tau0 * tau0:
+            r_ = math.sqrt(r2)
+            disc = (r_ + eps) * (r_ + eps) - 2.0 * lam
+            root = math.sqrt(max(disc, 0.0))
+            zhi = 0.5 * ((r_ - eps) + root)
+            zlo = 0.5 * ((r_ - eps) - root)
+            if zhi > 0.0 and (z0 == 0.0 or (disc >= 0.0 and z0 > zlo)):
+                s = zhi / r_
+    elif r2 > tau0 * tau0:
+        r_ = math.sqrt(r2)
+        s = 1.0 - tau0 / r_
+    return s, r_
+
+
 _NO_NEAR = np.empty(0, dtype=np.int32)
 _NO_L = np.empty((0, 0), dtype=np.float32)
 _NO_LMIN = np.empty(0, dtype=np.float32)
@@ -316,23 +343,8 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                 if r2 < 0.0:
                     r2 = 0.0
                 tau = tau0
-                s = 0.0
-                r_ = 0.0
-                if weighted:
-                    # the limit of the MM steps from ||o|| = prev_size
-                    # (penalties.log_limit, the same arithmetic)
-                    z0 = prev_size[i]
-                    if z0 > 0.0 or r2 > tau0 * tau0:
-                        r_ = math.sqrt(r2)
-                        disc = (r_ + eps) * (r_ + eps) - 2.0 * lam
-                        root = math.sqrt(max(disc, 0.0))
-                        zhi = 0.5 * ((r_ - eps) + root)
-                        zlo = 0.5 * ((r_ - eps) - root)
-                        if zhi > 0.0 and (z0 == 0.0 or (disc >= 0.0 and z0 > zlo)):
-                            s = zhi / r_
-                elif r2 > tau * tau:
-                    r_ = math.sqrt(r2)
-                    s = 1.0 - tau / r_
+                s, r_ = group_shrink(r2, prev_size[i] if weighted else 0.0, lam, tau0, eps,
+                                     weighted)
                 w = sample_weight[i]
                 if costs.shape[0]:
                     costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
@@ -844,7 +856,7 @@ def eligible(solver, penalty):
             and penalty.name == "group")
 
 
-def _thresholds(lam, penalty):
+def thresholds(lam, penalty):
     """(tau0, eps) of the pass for ``penalty`` at ``lam``."""
     if not np.isfinite(lam):
         return np.inf, 1.0
@@ -895,7 +907,7 @@ def init_state(solver, centers, lam):
     """
     g = solver.geometry
     penalty = solver.penalty
-    tau0, eps = _thresholds(lam if lam is not None else np.inf, penalty)
+    tau0, eps = thresholds(lam if lam is not None else np.inf, penalty)
     finite = lam is not None and np.isfinite(lam)
     irls = solver.model.uses_irls(penalty)
     result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight,
@@ -925,7 +937,7 @@ class FusedStepper:
         self.irls = solver.model.uses_irls(penalty)
         # the IRLS weights depend on lam and on the penalty's thresholds
         self.key = ("irls", lam, penalty.weighted) if self.irls else "eq9"
-        self.tau0, self.eps = _thresholds(lam, penalty)
+        self.tau0, self.eps = thresholds(lam, penalty)
         self.buffers = [None, None]
         self.turn = 0
         self.bounds = bounds_of(solver.geometry, solver.n_clusters)

@@ -11,8 +11,21 @@ and :func:`~robustclust._core.models.residual_weights`, term for term, so the
 results agree to rounding) in one pass per row.
 """
 
+import math
+
 import numpy as np
 from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _power(u, q):
+    """u^q for 0 <= u <= 1: u sqrt(u) for q = 1.5 (within an ulp of pow, which
+    cost two thirds of the U-step), u u for q = 2 (NumPy's power squares)."""
+    if q == 1.5:
+        return u * math.sqrt(u)
+    if q == 2.0:
+        return u * u
+    return u ** q
 
 
 @njit(cache=True, nogil=True)
@@ -46,7 +59,7 @@ def _memberships(D, q, U, Uq, W, costs, labels):
             U[i, c] = u
             if u > U[i, best]:
                 best = c
-            uq = u ** q
+            uq = _power(u, q)
             Uq[i, c] = uq
             cost += uq * D[i, c]
         costs[i] = cost
@@ -70,7 +83,7 @@ def _residual_weights(U, q, W):
                 m = U[i, c]
         total = 0.0
         for c in range(C):
-            w = (U[i, c] / m) ** q
+            w = _power(U[i, c] / m, q)
             W[i, c] = w
             total += w
         for c in range(C):

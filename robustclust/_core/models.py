@@ -58,7 +58,7 @@ from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
-from . import _estep, _fused, _soft
+from . import _estep, _fused, _passes, _soft
 
 _LOG_2PI = math.log(2 * math.pi)
 #: Added to the component sizes: keeps empty components' weights positive.
@@ -292,6 +292,8 @@ class KMeansModel:
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One BCD iteration: M-step, O-step, U-step (Algorithm 1 / 3)."""
+        if _passes.kmeans_eligible(solver, penalty):  # the same iteration, compiled
+            return _passes.kmeans_iterate(self, solver, state, lam, penalty)
         centers = self.centre_step(solver, state, lam, penalty)
         products = solver.geometry.products(centers)
         return self.fixed_centre_step(solver, state, centers, products, lam, penalty)
@@ -462,9 +464,11 @@ class MixtureModel(MixtureBase):
         compiled E-step computed them (else None)."""
         xp = solver.xp
         resp, log_norm, labels = posteriors(solver, D, weights, cov.log_det, self.dim)
-        cost = -float(xp.sum(log_norm))
+        total = log_norm.sum() if xp is np else xp.sum(log_norm)  # the method: no dispatch
+        cost = -float(total)
         if sizes is not None and sizes.shape[0]:
-            cost += lam * float(xp.sum(penalty.value_of_norms(sizes, xp)))
+            values = penalty.value_of_norms(sizes, xp)
+            cost += lam * float(values.sum() if xp is np else xp.sum(values))
         return resp, log_norm, cost, labels
 
     def distances(self, solver, products, outliers, centers):
@@ -504,6 +508,8 @@ class MixtureModel(MixtureBase):
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One EM iteration (Algorithm 2 / 4)."""
+        if _passes.mixture_eligible(solver, penalty):  # the same iteration, compiled
+            return _passes.mixture_iterate(self, solver, state, lam, penalty)
         geometry = solver.geometry
         resp = state.memberships
         nk, weights, centers = self.mixing_step(solver, state)

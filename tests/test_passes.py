@@ -1,0 +1,207 @@
+"""The compiled iterations (robustclust._core._passes) are the array path's.
+
+``MixtureModel.iterate`` (one Sigma) and ``KMeansModel.iterate`` (q > 1) run
+the compiled loops for a dense NumPy X with C p at most ``MAX_WORK``;
+lowering that to -1 sends the same solver through the array calls of
+:class:`~robustclust._core.geometry.Products`.  Both are fed the same state
+and must return the same next state to rounding: every common-Sigma kind,
+both penalties, both precisions of the mixture, soft K-means with sample
+weights, states with and without outliers.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robustclust import RobustGaussianMixture, RobustKMeans
+from robustclust._core import _fused, _passes
+from robustclust._core.penalties import log_limit
+
+TYPES = ["tied_spherical", "tied_diag", "tied"]
+
+
+def _data(seed, n=240, p=3, C=3, n_out=40):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=5.0, size=(C, p))
+    A = np.eye(p) + 0.3 * rng.normal(size=(p, p))
+    X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p)) @ A
+    return np.vstack([X, rng.uniform(-15, 15, size=(n_out, p))])
+
+
+def _solver(X, covariance_type, weighted, lam):
+    est = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type,
+                                weighted=weighted, random_state=0, n_init=1)
+    problem = est.build_problem(X)
+    return problem.solver, problem.inits[0]
+
+
+def _both(monkeypatch, solver, state, lam, weighted):
+    """(compiled, array path) next states from ``state``."""
+    penalty = solver.log_penalty if weighted else solver.penalty
+    eligible = _passes.kmeans_eligible if not solver.model.mixture else \
+        _passes.mixture_eligible
+    assert eligible(solver, penalty)
+    compiled = solver.model.iterate(solver, state, lam, penalty)
+    with monkeypatch.context() as m:
+        m.setattr(_passes, "MAX_WORK", -1)
+        assert not eligible(solver, penalty)
+        array = solver.model.iterate(solver, state, lam, penalty)
+    return compiled, array
+
+
+def _assert_same(a, b, rtol=1e-11):
+    np.testing.assert_array_equal(a.outliers.index, b.outliers.index)
+    np.testing.assert_allclose(a.centers, b.centers, rtol=rtol, atol=rtol)
+    if a.covariance is not None:
+        np.testing.assert_allclose(a.weights, b.weights, rtol=rtol)
+        np.testing.assert_allclose(a.covariance.value, b.covariance.value, rtol=rtol)
+    np.testing.assert_allclose(a.memberships, b.memberships, rtol=rtol, atol=1e-13)
+    np.testing.assert_allclose(a.outliers.shrink, b.outliers.shrink, rtol=rtol, atol=1e-13)
+    np.testing.assert_allclose(a.outliers.sizes, b.outliers.sizes, rtol=rtol, atol=1e-13)
+    np.testing.assert_allclose(a.outliers.sizes_full, b.outliers.sizes_full, rtol=rtol,
+                               atol=1e-13)
+    np.testing.assert_allclose(a.point_costs, b.point_costs, rtol=rtol, atol=1e-12)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert a.objective == pytest.approx(b.objective, rel=rtol)
+    if (a.covariance is None or a.covariance.kind == "spherical") and a.outliers.count:
+        np.testing.assert_allclose(a.outliers.euclidean, b.outliers.euclidean, rtol=rtol)
+
+
+@pytest.mark.filterwarnings("ignore:Every point is flagged")
+@pytest.mark.parametrize("covariance_type", TYPES)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_each_iteration_is_the_array_paths(monkeypatch, covariance_type, weighted, dtype):
+    X = _data(1).astype(dtype)
+    lam = 1.2
+    solver, init = _solver(X, covariance_type, weighted, lam)
+    state = solver.init_state(init, lam)
+    if weighted:  # the log penalty starts from the convex penalty's solution
+        state = solver.run(state, lam, max_iter=5)
+    flagged = []
+    for _ in range(12):
+        compiled, array = _both(monkeypatch, solver, state, lam, weighted)
+        _assert_same(compiled, array)
+        # the outlier rows the compiled pass keeps are o_n = s_n (x_n - sum_c w_nc m_c)
+        if compiled.outliers.count:
+            idx = compiled.outliers.index
+            Xs = solver.geometry.X  # the data as the solver sees them (centred)
+            R = Xs[idx].astype(np.float64) - compiled.outliers.weights @ compiled.centers
+            np.testing.assert_allclose(compiled.outliers.rows,
+                                       compiled.outliers.shrink[:, None] * R,
+                                       rtol=1e-12, atol=1e-12)
+        flagged.append(compiled.outliers.count)
+        state = compiled  # the next step from the compiled state (its cached rows)
+    assert 0 < flagged[-1] < X.shape[0]
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
+def test_whole_fits_agree(monkeypatch, covariance_type):
+    X = _data(2)
+    kw = dict(lam=1.5, covariance_type=covariance_type, random_state=0, n_init=2)
+    a = RobustGaussianMixture(3, **kw).fit(X)
+    monkeypatch.setattr(_passes, "MAX_WORK", -1)
+    b = RobustGaussianMixture(3, **kw).fit(X)
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
+    np.testing.assert_allclose(a.means_, b.means_, rtol=1e-9, atol=1e-9)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-11)
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
+def test_infinite_lambda_flags_nothing(monkeypatch, covariance_type):
+    X = _data(3)
+    solver, init = _solver(X, covariance_type, False, np.inf)
+    state = solver.init_state(init)
+    for _ in range(3):
+        compiled, array = _both(monkeypatch, solver, state, np.inf, False)
+        assert compiled.outliers.count == 0
+        _assert_same(compiled, array)
+        state = compiled
+
+
+def test_what_the_compiled_iteration_serves():
+    X = _data(4)
+    dense, _ = _solver(X, "tied", False, 1.0)
+    assert _passes.mixture_eligible(dense, dense.penalty)
+    assert _passes.mixture_eligible(dense, dense.log_penalty)
+    sparse, _ = _solver(sp.csr_matrix(X), "tied", False, 1.0)
+    assert not _passes.mixture_eligible(sparse, sparse.penalty)
+    per_component, _ = _solver(X, "full", False, 1.0)
+    assert not _passes.mixture_eligible(per_component, per_component.penalty)
+    wide = np.hstack([X] * (_passes.MAX_WORK // (3 * X.shape[1]) + 1))
+    assert 3 * wide.shape[1] > _passes.MAX_WORK
+    solver, _ = _solver(wide, "tied_spherical", False, 1.0)
+    assert not _passes.mixture_eligible(solver, solver.penalty)
+
+
+@settings(max_examples=150, deadline=None)
+@given(r=st.floats(0.0, 50.0), z0=st.floats(0.0, 50.0), lam=st.floats(1e-3, 200.0),
+       eps=st.floats(1e-2, 10.0), weighted=st.booleans())
+def test_group_shrink_is_the_penalties_o_step(r, z0, lam, eps, weighted):
+    """The compiled O-step of one point is the array O-step: the convex
+    penalty's s = [1 - (lam/2) / ||r||]_+ and the log penalty's MM limit."""
+    r2 = r * r
+    z0 = z0 if weighted else 0.0
+    tau0 = lam / (2.0 * eps) if weighted else lam / 2.0
+    s, norm = _fused.group_shrink(r2, z0, lam, tau0, eps if weighted else 1.0, weighted)
+    a = math.sqrt(r2)
+    if weighted:
+        want = float(log_limit(np.array([a]), np.array([z0]), lam, eps, np.array([r2]))[0])
+    else:
+        want = max(a - lam / 2.0, 0.0)
+    assert s * norm == pytest.approx(want, rel=1e-12, abs=1e-300)
+    assert (s > 0) == (want > 0)
+    if s > 0:
+        assert norm == pytest.approx(a, rel=1e-15)
+
+
+@pytest.mark.parametrize("q", [1.5, 2.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_each_soft_kmeans_iteration_is_the_array_paths(monkeypatch, q, weighted):
+    X = _data(5)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=X.shape[0])
+    lam = 3.0
+    est = RobustKMeans(3, q=q, lam=lam, weighted=weighted, random_state=0, n_init=1)
+    problem = est.build_problem(X, sample_weight=w)
+    solver = problem.solver
+    state = solver.init_state(problem.inits[0], lam)
+    if weighted:
+        state = solver.run(state, lam, max_iter=5)
+    flagged = []
+    for _ in range(12):
+        compiled, array = _both(monkeypatch, solver, state, lam, weighted)
+        _assert_same(compiled, array)
+        # the U-step's by-products (u^q and the next residual weights) too
+        for x, y in zip(compiled.soft[1:], array.soft[1:]):
+            np.testing.assert_allclose(x, y, rtol=1e-11, atol=1e-13)
+        flagged.append(compiled.outliers.count)
+        state = compiled
+    assert 0 < flagged[-1] < X.shape[0]
+
+
+def test_soft_kmeans_count_fits_agree(monkeypatch):
+    X = _data(6)
+    kw = dict(q=1.5, n_outliers=40, weighted=True, random_state=0)
+    a = RobustKMeans(3, **kw).fit(X)
+    monkeypatch.setattr(_passes, "MAX_WORK", -1)
+    b = RobustKMeans(3, **kw).fit(X)
+    assert a.n_outliers_ == b.n_outliers_ == 40
+    np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-9, atol=1e-9)
+    assert a.lambda_ == pytest.approx(b.lambda_, rel=1e-9)
+
+
+def test_soft_kmeans_on_float32_data_keeps_the_array_path():
+    X = _data(7).astype(np.float32)
+    problem = RobustKMeans(3, q=1.5, lam=2.0).build_problem(X)
+    assert not _passes.kmeans_eligible(problem.solver, problem.solver.penalty)
+    hard = RobustKMeans(3, lam=2.0).build_problem(X.astype(np.float64)).solver
+    assert not _passes.kmeans_eligible(hard, hard.penalty)  # hard K-means: the fused pass
+    elementwise = RobustKMeans(3, q=1.5, lam=2.0, penalty="elementwise").build_problem(
+        X.astype(np.float64)).solver
+    assert not _passes.kmeans_eligible(elementwise, elementwise.penalty)
