@@ -83,14 +83,16 @@ def _mean_sums(X, resp, index, rows, nk, sums):
 
 @njit(cache=True, nogil=True)
 def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, weighted,
-                  shrink, sizes):
+                  shrink, sizes, index):
     """The O-step of every point (eqs. (24)-(25), (30)): r_n = x_n - sum_c gamma_nc m_c,
     its norm in the metric (spherical: scale ||r||^2; diag: sum_j P_j^2 r_j^2;
     full: ||r P||^2) and :func:`~robustclust._core._fused.group_shrink`;
-    writes s_n and ||o_n|| = s_n ||r_n||."""
+    writes s_n, ||o_n|| = s_n ||r_n|| and the flagged points' indices (in
+    order, into ``index``); returns their number."""
     n, p = X.shape
     C = means.shape[0]
     r = np.empty(p)
+    k = 0
     for i in range(n):
         for j in range(p):
             v = X[i, j]
@@ -116,6 +118,10 @@ def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, wei
                                weighted)
         shrink[i] = s
         sizes[i] = s * norm
+        if s > 0:
+            index[k] = i
+            k += 1
+    return k
 
 
 @njit(cache=True, nogil=True)
@@ -296,10 +302,10 @@ def _o_step(solver, W, centers, kind, scale, P, prev, lam, penalty):
     X = solver.geometry.X
     N = X.shape[0]
     tau0, eps = thresholds(lam, penalty)
-    shrink, sizes = np.empty(N), np.empty(N)
-    _outlier_pass(X, W, centers, kind, scale, P, prev.sizes_full, lam, tau0, eps,
-                  penalty.weighted, shrink, sizes)
-    return shrink, sizes, np.flatnonzero(shrink > 0)
+    shrink, sizes, index = np.empty(N), np.empty(N), np.empty(N, dtype=np.intp)
+    k = _outlier_pass(X, W, centers, kind, scale, P, prev.sizes_full, lam, tau0, eps,
+                      penalty.weighted, shrink, sizes, index)
+    return shrink, sizes, index[:k].copy()
 
 
 def kmeans_iterate(model, solver, state, lam, penalty):

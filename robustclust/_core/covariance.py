@@ -58,8 +58,8 @@ class Covariance:
             return
         value = np.asarray(value, dtype=np.float64)
         self.value = value
-        variances = np.diag(value) if kind == "full" else value
-        if not np.all(variances > 0):
+        variances = value.diagonal() if kind == "full" else value
+        if not (variances > 0).all():  # the method: cheaper than np.all's dispatch
             raise ValueError(SINGULAR)
         if kind == "full":
             try:
@@ -67,7 +67,7 @@ class Covariance:
             except np.linalg.LinAlgError:
                 raise ValueError(SINGULAR) from None
             self.P = _lower_inverse(chol).T
-            self.log_det = 2.0 * float(np.log(np.diag(chol)).sum())
+            self.log_det = 2.0 * float(np.log(chol.diagonal()).sum())
         else:
             self.P = 1.0 / np.sqrt(value)
             self.log_det = float(np.log(value).sum())

@@ -682,7 +682,7 @@ class MixtureModel(MixtureBase):
     def means_and_weights(self, resp_totals, sums):
         """(means, pi) of eqs. (23), (22) from the totals of :meth:`mean_statistics`."""
         nk = resp_totals + _TINY
-        return sums / nk[:, None], nk / np.sum(nk)
+        return sums / nk[:, None], nk / nk.sum()
 
     def covariance_statistics(self, solver, lam, penalty, resp, centers, outliers, D_raw):
         """The sums over the points that the covariance step divides (eq. (26)/(27)).
