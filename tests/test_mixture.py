@@ -14,18 +14,14 @@ from robustclust._core.covariance import Covariance
 from robustclust._core.penalties import make_penalty
 from robustclust.datasets import make_blobs_with_outliers
 from robustclust.metrics import center_rmse, outlier_precision_recall
+from synthetic_data import gaussian_clusters_with_noise
 
 #: the common-covariance types (the paper's model and its diag / full variants)
 TYPES = ["tied_spherical", "tied_diag", "tied"]
 ALL_TYPES = TYPES + ["spherical", "diag", "full"]
 
 
-def _data(seed, n=150, p=3, C=3, n_out=15):
-    rng = np.random.default_rng(seed)
-    means = rng.normal(scale=5.0, size=(C, p))
-    A = np.eye(p) + 0.3 * rng.normal(size=(p, p))
-    X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p)) @ A
-    return np.vstack([X, rng.uniform(-15, 15, size=(n_out, p))])
+_data = gaussian_clusters_with_noise
 
 
 @pytest.mark.filterwarnings("ignore:Every point is flagged")

@@ -20,16 +20,13 @@ from hypothesis import strategies as st
 from robustclust import RobustGaussianMixture, RobustKMeans
 from robustclust._core import _fused, _passes
 from robustclust._core.penalties import log_limit
+from synthetic_data import gaussian_clusters_with_noise
 
 TYPES = ["tied_spherical", "tied_diag", "tied"]
 
 
-def _data(seed, n=240, p=3, C=3, n_out=40):
-    rng = np.random.default_rng(seed)
-    means = rng.normal(scale=5.0, size=(C, p))
-    A = np.eye(p) + 0.3 * rng.normal(size=(p, p))
-    X = means[rng.integers(C, size=n)] + rng.normal(size=(n, p)) @ A
-    return np.vstack([X, rng.uniform(-15, 15, size=(n_out, p))])
+def _data(seed):
+    return gaussian_clusters_with_noise(seed, n=240, n_out=40)
 
 
 def _solver(X, covariance_type, weighted, lam):

@@ -1,4 +1,4 @@
-"""Compiled iterations of the soft models on a dense NumPy X of few features (numba).
+"""Compiled iterations of the soft models on a dense NumPy X, few clusters x features (numba).
 
 An iteration of the common-Sigma mixture (:meth:`MixtureModel.iterate
 <robustclust._core.models.MixtureModel.iterate>`) or of soft K-means
@@ -17,12 +17,14 @@ an iteration is three loops over the rows of X:
 2. :func:`_outlier_pass`: r_n = x_n - sum_c w_nc m_c, ||r_n|| in the metric
    (the previous Sigma's for the mixture, Euclidean for K-means) and the
    O-step of eqs. (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`);
-3. :func:`_scatter`: o_n = s_n r_n and y_n = x_n - o_n; the distances
-   ||y_n - m_c||^2 (the U-step's, eq. (14), and the spherical E-step's) and
-   the sums of the covariance step (eq. (26)/(27)).
+3. :func:`_scatter`: o_n = s_n r_n (kept as the outliers' rows, which the
+   next iteration's sums and the stopping rule read) and y_n = x_n - o_n;
+   the distances ||y_n - m_c||^2 (the U-step's, eq. (14), and the spherical
+   E-step's) or the scatter matrix of the covariance step (eq. (26), with
+   the majorizer's outlier term).
 
 For diagonal and full Sigma a fourth loop, :func:`_whitened_distances`,
-measures ||y_n - m_c|| in the new Sigma's norm.  The covariance from its
+measures ||y_n - m_c|| and ||o_n|| in the new Sigma's norm.  The covariance from its
 sums (:meth:`MixtureModel.covariance_from_statistics`), the E-step
 (:func:`~robustclust._core.models.posteriors`), the fuzzy U-step
 (:mod:`robustclust._core._soft`) and the centre division are the models'
@@ -79,6 +81,16 @@ def _mean_sums(X, resp, index, rows, nk, sums):
             g = resp[i, c]
             for j in range(p):
                 sums[c, j] -= g * rows[k, j]
+
+
+@njit(cache=True, nogil=True)
+def _sq_distance(y, M, c):
+    """||y - m_c||^2 for a row y and the row c of M."""
+    d = 0.0
+    for j in range(y.shape[0]):
+        t = y[j] - M[c, j]
+        d += t * t
+    return d
 
 
 @njit(cache=True, nogil=True)
@@ -156,10 +168,7 @@ def _scatter(X, resp, means, shrink, spherical, nk, ow, rows, D, S):
                 y[j] = X[i, j]
         if spherical:
             for c in range(C):
-                d = 0.0
-                for j in range(p):
-                    t = y[j] - means[c, j]
-                    d += t * t
+                d = _sq_distance(y, means, c)
                 D[i, c] = d
                 trace += resp[i, c] * d
         else:
@@ -242,11 +251,7 @@ def _whitened_distances(X, index, rows, means, kind, P, D, sizes):
                 for j in range(p):
                     w[j] += ya * P[a, j]
         for c in range(C):
-            d = 0.0
-            for j in range(p):
-                t = w[j] - wm[c, j]
-                d += t * t
-            D[i, c] = d
+            D[i, c] = _sq_distance(w, wm, c)
 
 
 def _small_dense(solver, penalty):
