@@ -5,11 +5,12 @@ the compiled loops for a dense NumPy X with C p at most ``MAX_WORK``;
 lowering that to -1 sends the same solver through the array calls of
 :class:`~robustclust._core.geometry.Products`.  Both are fed the same state
 and must return the same next state to rounding: every common-Sigma kind,
-both penalties, both precisions of the mixture, soft K-means with sample
-weights, states with and without outliers.
+both penalties, float32 input to the mixture (its estimator converts it to
+float64), soft K-means with sample weights, states with and without outliers.
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -108,6 +109,8 @@ def test_each_iteration_is_the_array_paths(monkeypatch, covariance_type, weighte
 def test_whole_fits_agree(monkeypatch, covariance_type):
     X = _data(2)
     kw = dict(lam=1.5, covariance_type=covariance_type, random_state=0, n_init=2)
+    solver = RobustGaussianMixture(3, **kw).build_problem(X).solver
+    assert _passes.mixture_eligible(solver, solver.penalty)
     a = RobustGaussianMixture(3, **kw).fit(X)
     monkeypatch.setattr(_passes, "MAX_WORK", -1)
     b = RobustGaussianMixture(3, **kw).fit(X)
@@ -127,6 +130,28 @@ def test_infinite_lambda_flags_nothing(monkeypatch, covariance_type):
         assert compiled.outliers.count == 0
         _assert_same(compiled, array)
         state = compiled
+
+
+def test_soft_kmeans_at_infinite_lambda_and_from_k_row_outliers(monkeypatch):
+    X = _data(8)
+    est = RobustKMeans(3, q=2.0, lam=np.inf, random_state=0, n_init=1)
+    problem = est.build_problem(X)
+    solver = problem.solver
+    state = solver.init_state(problem.inits[0])
+    for _ in range(3):  # lam = inf: soft K-means itself
+        compiled, array = _both(monkeypatch, solver, state, np.inf, False)
+        assert compiled.outliers.count == 0
+        _assert_same(compiled, array)
+        state = compiled
+    # a state whose outliers come in the k-row form only (no per-point vectors)
+    lam = 3.0
+    state = solver.run(solver.init_state(problem.inits[0], lam), lam, max_iter=4)
+    assert state.outliers.count
+    bare = replace(state, outliers=replace(state.outliers, shrink_full=None, sizes_full=None,
+                                           weights_full=None, rows=None))
+    compiled, array = _both(monkeypatch, solver, bare, lam, False)
+    _assert_same(compiled, array)
+    _assert_same(compiled, solver.model.iterate(solver, state, lam, solver.penalty))
 
 
 def test_what_the_compiled_iteration_serves():
@@ -192,6 +217,8 @@ def test_each_soft_kmeans_iteration_is_the_array_paths(monkeypatch, q, weighted)
 def test_soft_kmeans_count_fits_agree(monkeypatch):
     X = _data(6)
     kw = dict(q=1.5, n_outliers=40, weighted=True, random_state=0)
+    solver = RobustKMeans(3, **kw).build_problem(X).solver
+    assert _passes.kmeans_eligible(solver, solver.log_penalty)
     a = RobustKMeans(3, **kw).fit(X)
     monkeypatch.setattr(_passes, "MAX_WORK", -1)
     b = RobustKMeans(3, **kw).fit(X)
@@ -230,11 +257,13 @@ def test_one_iteration_on_small_random_problems(seed, n, p, C, lam, weighted, ki
                                     init=init, n_init=1)
     problem = est.build_problem(X)
     solver = problem.solver
+    penalty = solver.log_penalty if weighted else solver.penalty
+    eligible = _passes.kmeans_eligible if kind == "soft" else _passes.mixture_eligible
+    assert eligible(solver, penalty)
     try:
         state = solver.init_state(problem.inits[0], lam)
     except ValueError:  # a singular initial covariance (repeated points): not our case
         return
-    penalty = solver.log_penalty if weighted else solver.penalty
     for _ in range(3):
         outcomes = []
         for limit in (_passes.MAX_WORK, -1):

@@ -97,6 +97,10 @@ def group_shrink(r2, z0, lam, tau0, eps, weighted):
     (``weighted``): the limit of the MM steps of eq. (30) from ||o|| = ``z0``,
     the arithmetic of :func:`~robustclust._core.penalties.log_limit`
     (tau0 = lam / (2 eps) is the threshold from z0 = 0).
+
+    Also called by the cached kernels of :mod:`robustclust._core._passes`:
+    numba's cache does not see a change to a function of another file, so a
+    change here must touch that file too (or clear ``__pycache__``).
     """
     s = 0.0
     r_ = 0.0

@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._fused import group_shrink, thresholds
+from ._fused import group_shrink, thresholds  # group_shrink: see its note on numba's cache
 from .state import Outliers, State, dense_outliers
 
 #: Largest n_clusters x n_features for which the compiled iterations are used:
@@ -255,27 +255,27 @@ def _whitened_distances(X, index, rows, means, kind, P, D, sizes):
 
 
 def _small_dense(solver, penalty):
+    """A dense float64 NumPy X (no kernel) with C p at most ``MAX_WORK``, and the
+    group penalty.  float32 data keep the array path, whose products are in the
+    data's precision (the mixture's estimator converts its data to float64)."""
     g = solver.geometry
     return (not g.kernel and g.is_numpy and not g.sparse and penalty.row_sparse
-            and g.dim * solver.model.n_clusters <= MAX_WORK)
+            and g.X.dtype == np.float64 and g.dim * solver.model.n_clusters <= MAX_WORK)
 
 
 def mixture_eligible(solver, penalty):
-    """Whether ``solver`` runs the common-Sigma mixture with the group penalty on a
-    dense NumPy X with C p at most ``MAX_WORK`` (what the loops read)."""
+    """Whether ``solver`` runs the common-Sigma mixture where the loops serve
+    (:func:`_small_dense`)."""
     from .models import MixtureModel
 
-    return type(solver.model) is MixtureModel and _small_dense(solver, penalty) \
-        and solver.geometry.X.dtype in (np.float32, np.float64)
+    return type(solver.model) is MixtureModel and _small_dense(solver, penalty)
 
 
 def kmeans_eligible(solver, penalty):
-    """Whether ``solver`` runs soft K-means (q > 1) with the group penalty on a dense
-    float64 NumPy X with C p at most ``MAX_WORK`` (float32 data keep the array
-    path, whose products are in the data's precision)."""
+    """Whether ``solver`` runs soft K-means (q > 1) where the loops serve
+    (:func:`_small_dense`)."""
     model = solver.model
-    return not model.mixture and not model.hard and _small_dense(solver, penalty) \
-        and solver.geometry.X.dtype == np.float64
+    return not model.mixture and not model.hard and _small_dense(solver, penalty)
 
 
 def _metric(cov):
