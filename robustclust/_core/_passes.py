@@ -9,21 +9,21 @@ centres, the outliers' removed distances, their norms, the scatter).  On a
 few thousand points in a few dimensions each call costs more in Python than
 in arithmetic, and a count search runs hundreds of iterations: at N = 2,000,
 p = 2, C = 3 an EM iteration took about 1 ms.  Here the per-point work of
-an iteration is three loops over the rows of X:
+an iteration is two loops over the rows of X:
 
 1. :func:`_mean_sums`: sum_n v_nc and sum_n v_nc (x_n - o_n) with the previous
    outliers' rows: the numerators and denominators of the means (eq. (23),
    v = gamma) or of the centre step (eq. (9), v = u^q w);
 2. :func:`_outlier_pass`: r_n = x_n - sum_c w_nc m_c, ||r_n|| in the metric
-   (the previous Sigma's for the mixture, Euclidean for K-means) and the
-   O-step of eqs. (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`);
-3. :func:`_scatter`: o_n = s_n r_n (kept as the outliers' rows, which the
-   next iteration's sums and the stopping rule read) and y_n = x_n - o_n;
-   the distances ||y_n - m_c||^2 (the U-step's, eq. (14), and the spherical
+   (the previous Sigma's for the mixture, Euclidean for K-means), the O-step
+   of eqs. (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`)
+   and o_n = s_n r_n (kept as the outliers' rows, which the next iteration's
+   sums and the stopping rule read); then, with y_n = x_n - o_n, the
+   distances ||y_n - m_c||^2 (the U-step's, eq. (14), and the spherical
    E-step's) or the scatter matrix of the covariance step (eq. (26), with
    the majorizer's outlier term).
 
-For diagonal and full Sigma a fourth loop, :func:`_whitened_distances`,
+For diagonal and full Sigma a third loop, :func:`_whitened_distances`,
 measures ||y_n - m_c|| and ||o_n|| in the new Sigma's norm.  The covariance from its
 sums (:meth:`MixtureModel.covariance_from_statistics`), the E-step
 (:func:`~robustclust._core.models.posteriors`), the fuzzy U-step
@@ -95,15 +95,30 @@ def _sq_distance(y, M, c):
 
 @njit(cache=True, nogil=True)
 def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, weighted,
-                  shrink, sizes, index):
-    """The O-step of every point (eqs. (24)-(25), (30)): r_n = x_n - sum_c gamma_nc m_c,
-    its norm in the metric (spherical: scale ||r||^2; diag: sum_j P_j^2 r_j^2;
-    full: ||r P||^2) and :func:`~robustclust._core._fused.group_shrink`;
-    writes s_n, ||o_n|| = s_n ||r_n|| and the flagged points' indices (in
-    order, into ``index``); returns their number."""
+                  spherical, lam_model, nk, shrink, sizes, index, rows, D, S):
+    """The O-step of every point and what the next steps sum over, in one loop.
+
+    r_n = x_n - sum_c w_nc m_c and its norm in the metric (spherical: scale
+    ||r||^2; diag: sum_j P_j^2 r_j^2; full: ||r P||^2); the O-step of eqs.
+    (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`,
+    lam in the penalty's convention): s_n, ||o_n|| = s_n ||r_n|| and, for the
+    flagged points in order, their indices and rows o_n = s_n r_n.  Then
+    y_n = x_n - o_n and
+
+    * ``spherical``: D_nc = ||y_n - m_c||^2; returns (k, sum_nc w_nc D_nc);
+    * otherwise S = sum_nc w_nc (y_n - m_c)(y_n - m_c)^T + sum_n (lam_n /
+      ||o_n||) o_n o_n^T, the scatter of the covariance step with the
+      majorizer's outlier term (lam_n = ``lam_model``, divided by ||o_n|| +
+      eps for the log penalty), expanded as sum_n y_n y_n^T - M^T A
+      - A^T M + M^T diag(nk) M with A_c = sum_n w_nc y_n and ``nk`` = sum_n
+      w_nc, as the array path's scatter; returns (k, 0).
+    """
     n, p = X.shape
     C = means.shape[0]
     r = np.empty(p)
+    y = np.empty(p)
+    ay = np.zeros((C, p))
+    trace = 0.0
     k = 0
     for i in range(n):
         for j in range(p):
@@ -129,38 +144,13 @@ def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, wei
         s, norm = group_shrink(r2, prev_size[i] if weighted else 0.0, lam, tau0, eps,
                                weighted)
         shrink[i] = s
-        sizes[i] = s * norm
-        if s > 0:
-            index[k] = i
-            k += 1
-    return k
-
-
-@njit(cache=True, nogil=True)
-def _scatter(X, resp, means, shrink, spherical, nk, ow, rows, D, S):
-    """o_n = s_n r_n (into ``rows``, flagged points in index order), y_n = x_n - o_n.
-
-    Spherical: D_nc = ||y_n - m_c||^2; returns sum_nc gamma_nc D_nc.
-    Otherwise: S = sum_nc gamma_nc (y_n - m_c)(y_n - m_c)^T + sum_k ow_k o_k o_k^T
-    (expanded as sum_n y_n y_n^T - M^T A - A^T M + M^T diag(nk) M with
-    A_c = sum_n gamma_nc y_n and nk = sum_n gamma_nc, as the array path's
-    scatter); returns 0.
-    """
-    n, p = X.shape
-    C = means.shape[0]
-    y = np.empty(p)
-    ay = np.zeros((C, p))
-    trace = 0.0
-    k = 0
-    for i in range(n):
-        s = shrink[i]
+        size = s * norm
+        sizes[i] = size
         flagged = s > 0
         if flagged:
+            index[k] = i
             for j in range(p):
-                v = X[i, j]
-                for c in range(C):
-                    v -= resp[i, c] * means[c, j]
-                o = s * v
+                o = s * r[j]
                 rows[k, j] = o
                 y[j] = X[i, j] - o
         else:
@@ -177,7 +167,8 @@ def _scatter(X, resp, means, shrink, spherical, nk, ow, rows, D, S):
                 for b in range(a, p):
                     S[a, b] += ya * y[b]
             if flagged:
-                w = ow[k]
+                lam_n = lam_model / (size + eps) if weighted else lam_model
+                w = lam_n / size
                 for a in range(p):
                     oa = w * rows[k, a]
                     for b in range(a, p):
@@ -199,7 +190,7 @@ def _scatter(X, resp, means, shrink, spherical, nk, ow, rows, D, S):
         for a in range(p):
             for b in range(a):
                 S[a, b] = S[b, a]
-    return trace
+    return k, trace
 
 
 @njit(cache=True, nogil=True)
@@ -302,15 +293,20 @@ def _sums(solver, state, V):
     return totals, sums, prev
 
 
-def _o_step(solver, W, centers, kind, scale, P, prev, lam, penalty):
-    """The O-step of every point (lam in the penalty's convention): (s, ||o||, index)."""
+def _o_step(solver, W, centers, kind, scale, P, prev, lam, penalty, spherical=True,
+            lam_model=0.0, nk=_NO_SIZES, S=_NO_ROWS):
+    """:func:`_outlier_pass` (lam in the penalty's convention): (s, ||o||, index,
+    rows, D (spherical; else an empty array), trace)."""
     X = solver.geometry.X
-    N = X.shape[0]
+    N, p = X.shape
     tau0, eps = thresholds(lam, penalty)
     shrink, sizes, index = np.empty(N), np.empty(N), np.empty(N, dtype=np.intp)
-    k = _outlier_pass(X, W, centers, kind, scale, P, prev.sizes_full, lam, tau0, eps,
-                      penalty.weighted, shrink, sizes, index)
-    return shrink, sizes, index[:k].copy()
+    rows = np.empty((N, p))
+    D = np.empty((N, centers.shape[0])) if spherical else _NO_ROWS
+    k, trace = _outlier_pass(X, W, centers, kind, scale, P, prev.sizes_full, lam, tau0, eps,
+                             penalty.weighted, spherical, lam_model, nk, shrink, sizes, index,
+                             rows, D, S)
+    return shrink, sizes, index[:k].copy(), rows[:k].copy(), D, trace
 
 
 def kmeans_iterate(model, solver, state, lam, penalty):
@@ -328,11 +324,9 @@ def kmeans_iterate(model, solver, state, lam, penalty):
     M = np.ascontiguousarray(centers, dtype=np.float64)
     # O-step with the residual weights u^q / sum u^q of the state (eqs. (11), (12), (30))
     W = np.ascontiguousarray(model.state_weights(solver, state), dtype=np.float64)
-    shrink, sizes_full, index = _o_step(solver, W, M, _SPHERICAL, 1.0, _NO_ROWS, prev, lam,
-                                        penalty)
+    shrink, sizes_full, index, rows, D, _ = _o_step(solver, W, M, _SPHERICAL, 1.0, _NO_ROWS,
+                                                    prev, lam, penalty)
     k = index.shape[0]
-    rows, D = np.empty((k, p)), np.empty((N, model.n_clusters))
-    _scatter(X, W, M, shrink, True, _NO_SIZES, _NO_SIZES, rows, D, _NO_ROWS)
     sizes = sizes_full[index]
     if k:  # the outliers' penalty enters their distances (eq. (14))
         D[index] += (lam * penalty.value_of_norms(sizes))[:, None]
@@ -357,23 +351,22 @@ def mixture_iterate(model, solver, state, lam, penalty):
     # O-step with the previous Sigma (eqs. (24)-(25), (30)): the threshold is lam
     cov_old = state.covariance
     kind, scale, P = _metric(cov_old)
-    shrink, sizes_old, index = _o_step(solver, resp, means, kind, scale, P, prev,
-                                       model.penalty_scale * lam, penalty)
+    spherical = model.kind == "spherical"
+    S = _NO_ROWS if spherical else np.zeros((p, p))
+    # ... and the covariance step's sums (eq. (26)/(27)) in the same loop
+    shrink, sizes_old, index, rows, D, trace = _o_step(
+        solver, resp, means, kind, scale, P, prev, model.penalty_scale * lam, penalty,
+        spherical, float(lam), nk_raw, S)
     k = index.shape[0]
     t0 = sizes_old[index]  # ||o_n|| in the previous Sigma's norm
-    # the covariance step's sums (eq. (26)/(27))
-    spherical = model.kind == "spherical"
-    if k:
-        lam_n = lam / (t0 + penalty.eps) if penalty.weighted else np.full(k, float(lam))
-    rows = np.empty((k, p))
-    D = np.empty((N, C)) if spherical else _NO_ROWS
-    S = _NO_ROWS if spherical else np.zeros((p, p))
-    ow = lam_n / t0 if k and not spherical else _NO_SIZES
-    trace = _scatter(X, resp, means, shrink, spherical, nk_raw, ow, rows, D, S)
     euclidean = None
     if spherical:
         euclidean = t0 / math.sqrt(scale)
-        totals = {"trace": trace, "a": float(lam_n @ euclidean) if k else 0.0}
+        a = 0.0
+        if k:  # sum_n lam_n ||o_n||_2 of eq. (27)
+            lam_n = lam / (t0 + penalty.eps) if penalty.weighted else np.full(k, float(lam))
+            a = float(lam_n @ euclidean)
+        totals = {"trace": trace, "a": a}
     else:
         totals = {"scatter": S}
     cov = model.covariance_from_statistics(totals, N, means)
