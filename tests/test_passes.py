@@ -300,3 +300,57 @@ def test_every_point_flagged_one_cluster_one_feature(monkeypatch, kind):
         _assert_same(compiled, array, rtol=1e-9)
         state = compiled
     assert compiled.outliers.count == X.shape[0]
+
+
+@pytest.mark.filterwarnings("ignore:Every point is flagged")
+@pytest.mark.parametrize("covariance_type", TYPES)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("start", ["cold", "running"])
+def test_the_fixed_parameter_step_is_the_array_paths(monkeypatch, covariance_type, weighted,
+                                                      start):
+    # MixtureModel.fixed_centre_step (O- then E-step, parameters held): the first
+    # step of every cold fit at a lam, and the assignment of new points
+    X = _data(4)
+    lam = 1.1
+    solver, init = _solver(X, covariance_type, weighted, lam)
+    penalty = solver.log_penalty if weighted else solver.penalty
+    state = solver.init_state(init)  # O = 0, the initial parameters
+    if start == "running":
+        state = solver.run(solver.init_state(init, lam), lam, max_iter=4)
+    model = solver.model
+    assert _passes.mixture_eligible(solver, penalty)
+    products = solver.products_of(state)
+    compiled = model.fixed_centre_step(solver, state, state.centers, products, lam,
+                                       penalty)
+    with monkeypatch.context() as m:
+        m.setattr(_passes, "MAX_WORK", -1)
+        assert not _passes.mixture_eligible(solver, penalty)
+        array = model.fixed_centre_step(solver, state, state.centers, products, lam,
+                                        penalty)
+    if weighted and start == "cold":  # the log penalty's MM step from o = 0 flags none
+        assert compiled.outliers.count == 0
+    else:
+        assert 0 < compiled.outliers.count < X.shape[0]
+    _assert_same(compiled, array)
+    # the parameters are the state's, untouched
+    assert compiled.centers is state.centers and compiled.covariance is state.covariance
+    assert compiled.weights is state.weights
+    idx = compiled.outliers.index
+    R = solver.geometry.X[idx] - compiled.outliers.weights @ state.centers
+    np.testing.assert_allclose(compiled.outliers.rows, compiled.outliers.shrink[:, None] * R,
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
+def test_predictions_agree(monkeypatch, covariance_type):
+    # predict and the outlier scores of new points go through the fixed step
+    X = _data(5)
+    est = RobustGaussianMixture(3, lam=1.3, covariance_type=covariance_type, random_state=0,
+                                n_init=2).fit(X)
+    new = _data(6)
+    a = (est.predict(new), est.predict_proba(new), est.score_samples(new))
+    monkeypatch.setattr(_passes, "MAX_WORK", -1)
+    b = (est.predict(new), est.predict_proba(new), est.score_samples(new))
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(a[2], b[2], rtol=1e-11)

@@ -57,10 +57,13 @@ def e_step(D, log_w, offset):
     n, C = D.shape
     resp, log_norm = np.empty((n, C)), np.empty(n)
     labels = np.empty(n, dtype=np.intp)
-    if np.ndim(offset):
+    if isinstance(offset, float):  # a tenth of broadcast_to's cost, which showed in a
+        value, offset = offset, np.empty(C)  # small EM iteration
+        offset.fill(value)
+    elif np.ndim(offset):
         offset = np.ascontiguousarray(np.broadcast_to(np.asarray(offset, dtype=np.float64),
                                                       (C,)))
-    else:  # np.full: a tenth of broadcast_to's cost, which showed in a small EM iteration
+    else:
         offset = np.full(C, float(offset))
     _e_step(D, np.ascontiguousarray(log_w, dtype=np.float64), offset, resp, log_norm, labels)
     return resp, log_norm, labels

@@ -502,8 +502,7 @@ class MixtureModel(MixtureBase):
         if self.kind == "diag":
             return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
                                                        self.eigenvalue_ratio), P)
-        return Covariance("full", bound_covariance("full", S / N, N, self.reg_covar,
-                                                   self.eigenvalue_ratio), P)
+        return Covariance.full_step(S / N, N, self.reg_covar, self.eigenvalue_ratio, P)
 
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
@@ -566,6 +565,9 @@ class MixtureModel(MixtureBase):
 
     def fixed_centre_step(self, solver, state, centers, products, lam, penalty):
         """O-step then E-step with the parameters of ``state`` held fixed."""
+        if _passes.mixture_eligible(solver, penalty):  # the same step, compiled
+            return _passes.mixture_fixed_step(self, solver, state, centers, products, lam,
+                                              penalty)
         cov = state.covariance
         outliers = self.outlier_step(solver, products, cov, state.memberships, state.outliers,
                                      lam, penalty)
@@ -720,8 +722,7 @@ class MixtureModel(MixtureBase):
         if self.kind == "diag":
             return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
                                                        self.eigenvalue_ratio), P)
-        return Covariance("full", bound_covariance("full", S / N, N, self.reg_covar,
-                                                   self.eigenvalue_ratio), P)
+        return Covariance.full_step(S / N, N, self.reg_covar, self.eigenvalue_ratio, P)
 
     def initial_partition(self, solver, centers):
         """The nearest-mean partition of :meth:`initial_parameters`: (labels, d2)."""
@@ -779,7 +780,10 @@ def posteriors(solver, D, weights, log_det, dim):
     """
     xp = solver.xp
     if _compiled(solver, D):
-        offset = dim * _LOG_2PI + np.asarray(solver.to_host(log_det), dtype=np.float64)
+        if isinstance(log_det, float):  # one Sigma (NumPy's scalar arithmetic costs more)
+            offset = dim * _LOG_2PI + log_det
+        else:
+            offset = dim * _LOG_2PI + np.asarray(solver.to_host(log_det), dtype=np.float64)
         return _estep.e_step(D, np.log(np.asarray(weights, dtype=np.float64)), offset)
     log_w = xp.log(asarray(weights, xp, like=D))
     log_det = asarray(log_det, xp, like=D) if np.ndim(log_det) else float(log_det)
