@@ -8,14 +8,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from robustclust import RobustKMeans
+from robustclust import RobustGaussianMixture, RobustKMeans
 from robustclust._core.selection import (
     JUMP_STALL,
     LOOSE_TOL_FACTOR,
     MAX_STALL,
     PROBE_ROUNDS,
+    SAME_SCREEN_RTOL,
     WEIGHTED_STEP,
     CountSearch,
+    same_screen,
+    select_by_count,
 )
 from robustclust.datasets import make_blobs_with_outliers
 
@@ -267,3 +270,64 @@ def test_a_weighted_search_steps_at_most_weighted_step_past_its_bracket(weighted
         assert second == WEIGHTED_STEP * 0.1
     else:
         assert 40.6 < second < 40.65
+
+
+# -- starts that screen to the same points at the same cost are searched once ----------
+def _screened(cost, lam, points):
+    state = SimpleNamespace(n_outliers=len(points),
+                            outliers=SimpleNamespace(index=np.asarray(points)))
+    return (cost, lam, state, 0)
+
+
+@pytest.mark.parametrize("cost_b, points_b, same", [
+    (1000.0, [1, 2, 3], True),                                     # the same screen
+    (1000.0 * (1 + 0.5 * SAME_SCREEN_RTOL), [1, 2, 3], True),       # rounding apart
+    (1000.0 * (1 + 2 * SAME_SCREEN_RTOL), [1, 2, 3], False),        # a different cost
+    (1000.0 * (1 + 0.5 * SAME_SCREEN_RTOL), [1, 2, 4], False),      # other points
+    (1000.0 * (1 + 0.5 * SAME_SCREEN_RTOL), [1, 2], False),
+])
+def test_same_screen_needs_the_same_points_and_the_same_cost(cost_b, points_b, same):
+    solver = SimpleNamespace(to_host=lambda a: a)
+    a = _screened(1000.0, 2.0, [1, 2, 3])
+    b = _screened(cost_b, 2.0 if cost_b == 1000.0 else 2.0000001, points_b)
+    assert same_screen(solver, a, b) is same
+    assert same_screen(solver, b, a) is same
+
+
+def _mixture_problem():
+    data = make_blobs_with_outliers(n_outliers=40, n_per_cluster=80, random_state=2)
+    means = data.centers + 0.2
+    est = RobustGaussianMixture(4, covariance_type="tied", n_outliers=40, init=means,
+                                n_init=1, random_state=0)
+    return est.build_problem(data.X)
+
+
+@pytest.mark.parametrize("other", ["rounding", "different"])
+def test_a_start_rounding_apart_from_another_gets_no_search_of_its_own(monkeypatch, other):
+    # the mixture's starts are robust K-means fits from different seeds, which
+    # often reach one solution up to the rounding of their own solver: the
+    # second is screened, but neither searched nor probed again.  A start
+    # that screens elsewhere is still probed (n_keep = 2 of 2 starts).
+    problem = _mixture_problem()
+    solver = problem.solver
+    (means, mask), = problem.inits
+    moved = means * (1 + 1e-13) if other == "rounding" else means[::-1] + 0.5
+    probes = []
+    original = CountSearch.probe
+
+    def probe(self, *args, **kwargs):
+        probes.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CountSearch, "probe", probe)
+    lam_one, state_one, _ = select_by_count(solver, [(means, mask)], 40, False)
+    assert not probes
+    lam, state, _ = select_by_count(solver, [(means, mask), (moved, mask)], 40, False)
+    if other == "rounding":
+        assert not probes
+        # one start's answer (the one that screened lower, by rounding)
+        assert lam == pytest.approx(lam_one, rel=1e-10)
+        assert np.array_equal(state.outliers.index, state_one.outliers.index)
+        np.testing.assert_allclose(state.centers, state_one.centers, rtol=1e-10)
+    else:
+        assert len(probes) == 1

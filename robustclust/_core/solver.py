@@ -161,13 +161,7 @@ class Solver:
         finite = lam is not None and np.isfinite(lam)
         lam = None if lam is None else float(lam)
         if model.mixture:
-            centers, exclude = init
-            centers = asarray(centers, self.xp, like=self.geometry.sq_norms,
-                              dtype=np.float64 if self.xp is np else self.xp.float64)
-            products, weights, cov = model.initial_parameters(self, centers, exclude)
-            if cov.metric is not None:
-                products = self.geometry.products(centers, cov.metric)
-            state = model.start(self, centers, products, weights, cov)
+            state = self._mixture_start(init)
         else:
             centers = self.geometry_dtype(asarray(init, self.xp, like=self.geometry.sq_norms))
             if _fused.eligible(self, self.penalty):
@@ -177,6 +171,29 @@ class Solver:
         if finite:
             state = model.fixed_centre_step(self, state, state.centers, state.products, lam,
                                             self.penalty)
+        return state
+
+    def _mixture_start(self, init):
+        """The mixture's state at the initial parameters of ``init`` = (means,
+        excluded mask), O = 0 (E-step).
+
+        Kept for the last ``init`` (the object itself): a count search of cold
+        fits starts each of its evaluations from one initialisation, and the
+        initial parameters (a partition, a trimmed scatter, an E-step) do not
+        depend on lam.  States are never modified in place.
+        """
+        last = getattr(self, "_last_start", None)
+        if last is not None and last[0] is init:
+            return last[1]
+        model = self.model
+        centers, exclude = init
+        centers = asarray(centers, self.xp, like=self.geometry.sq_norms,
+                          dtype=np.float64 if self.xp is np else self.xp.float64)
+        products, weights, cov = model.initial_parameters(self, centers, exclude)
+        if cov.metric is not None:
+            products = self.geometry.products(centers, cov.metric)
+        state = model.start(self, centers, products, weights, cov)
+        self._last_start = (init, state)  # holds init: its identity stays its own
         return state
 
     def run(self, state, lam, weighted=False, max_iter=None, tol=None):

@@ -1,7 +1,9 @@
 """Robust probabilistic clustering (RPC and weighted RPC): the estimator (Algorithm 2)."""
 
+import copy
 import math
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -53,24 +55,44 @@ def covariance_shape(covariance_type, n_components, n_features):
             "diag": (k, p), "full": (k, p, p)}[covariance_type]
 
 
-def fit_reusing_starts(estimator, X, fits):
-    """``estimator`` fitted on X, or an earlier fit in ``fits`` that began from
-    the same starts (returned instead; ``fits`` is a list of (starts, fitted
-    estimator) that this fills).
+class KMeansStarts:
+    """The robust K-means fits that start a mixture, one per initialisation, on one X.
 
-    The mixture starts from robust K-means fits, one per initialisation, each
-    with its own random state; the robust start often settles on the same
-    centres from different seeds, and a fit is a function of its starts (the
-    random state enters only through them), so a repeated start is not fitted
-    again.
+    Each initialisation is a :class:`RobustKMeans` with its own random state
+    (the only setting in which they differ).  The first one validates X and
+    builds the problem (internal units, solver); the later ones draw their
+    starts on that problem (the random state enters only through them), so X
+    is validated once.  A fit is a function of its starts, and the robust
+    start often settles on the same centres from different seeds: a repeated
+    start is not fitted again, the earlier fit is returned.
     """
-    problem = estimator.build_problem(X)
-    for starts, fitted in fits:
-        if same_init(starts, problem.inits):
-            return fitted
-    estimator._fit_problem(problem)
-    fits.append((problem.inits, estimator))
-    return estimator
+
+    def __init__(self, X):
+        self.X = X
+        self.first = None  # (the first estimator before its fit, its problem unfitted)
+        self.fits = []     # (starts, fitted estimator)
+
+    def fit(self, estimator):
+        """``estimator`` fitted on X, or an earlier fit that began from the same starts."""
+        if self.first is None:
+            problem = estimator.build_problem(self.X)
+            self.first = (copy.copy(estimator), replace(problem))
+        else:
+            template, first = self.first
+            seed = estimator.random_state
+            estimator = copy.copy(template)  # the input attributes of the first build
+            estimator.random_state = seed
+            solver = first.solver
+            with solver.blas():
+                inits = estimator._initializations(solver, None, solver.sample_weight,
+                                                   check_random_state(seed))
+            problem = replace(first, inits=inits)  # a fit may set its target
+        for starts, fitted in self.fits:
+            if same_init(starts, problem.inits):
+                return fitted
+        estimator._fit_problem(problem)
+        self.fits.append((problem.inits, estimator))
+        return estimator
 
 
 class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
@@ -481,7 +503,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             return [(asarray(means, g.xp, like=g.sq_norms), None)]
         Xh = to_numpy(self._start_data, g.xp)
         del self._start_data
-        fits = []  # the K-means fits made so far (fit_reusing_starts)
+        fits = KMeansStarts(Xh)
         return [self._initial_means(Xh, rng, n_outliers, fits) for _ in range(self._n_init)]
 
     def _recount_starts(self, problem, n_outliers):
@@ -501,8 +523,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     def _initial_means(self, X, rng, n_outliers=None, fits=None):
         """One initialisation: (means, the start's outlier mask or None);
         ``n_outliers`` replaces the estimator's for the starts that trim;
-        ``fits``: the earlier initialisations' K-means fits
-        (:func:`fit_reusing_starts`)."""
+        ``fits``: the :class:`KMeansStarts` of the earlier initialisations."""
         C = self.n_components
         n_outliers = self.n_outliers if n_outliers is None else n_outliers
         if self.init == "k-means++":
@@ -517,11 +538,10 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self.init == "robust" else "k-means++"
-            rkm = fit_reusing_starts(
+            rkm = (KMeansStarts(X) if fits is None else fits).fit(
                 RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1, refine=False,
                              default_rule="chi2",
-                             random_state=rng.randint(np.iinfo(np.int32).max)),
-                X, [] if fits is None else fits)
+                             random_state=rng.randint(np.iinfo(np.int32).max)))
         return rkm.cluster_centers_.copy(), rkm.outlier_mask_.copy()
 
     def _store_model(self, problem, state):
