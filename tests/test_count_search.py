@@ -331,3 +331,28 @@ def test_a_start_rounding_apart_from_another_gets_no_search_of_its_own(monkeypat
         np.testing.assert_allclose(state.centers, state_one.centers, rtol=1e-10)
     else:
         assert len(probes) == 1
+
+
+def test_the_kept_cold_start_is_the_same_state_after_a_search_and_dropped_after():
+    # the mixture's count search restarts every cold evaluation from its init's
+    # start state, kept by the solver inside keeping_starts: the search must not
+    # change that state, and the solver must not keep it afterwards
+    problem = _mixture_problem()
+    solver = problem.solver
+    init = problem.inits[0]
+    with solver.keeping_starts():
+        start = solver.init_state(init)
+        assert solver.init_state(init) is start
+        before = {name: np.array(getattr(start, name), copy=True)
+                  for name in ("centers", "memberships", "labels", "point_costs")}
+        cov = np.array(start.covariance.value, copy=True)
+        lam, state, _ = select_by_count(solver, [init], 40, False)
+        assert state.n_outliers == 40
+        assert solver.init_state(init) is start  # the nested search kept it
+        for name, value in before.items():
+            np.testing.assert_array_equal(getattr(start, name), value)
+        np.testing.assert_array_equal(start.covariance.value, cov)
+        assert start.outliers.count == 0
+    again = solver.init_state(init)
+    assert again is not start and solver.init_state(init) is not again
+    np.testing.assert_array_equal(again.memberships, before["memberships"])

@@ -542,6 +542,69 @@ def test_the_mixture_fits_each_distinct_k_means_start_once(monkeypatch):
     fitted.clear()
     again = model().build_problem(X).inits
     assert len(fitted) == 10
-    for (means, mask), (means_all, mask_all) in zip(starts, again):
-        np.testing.assert_array_equal(means, means_all)
-        np.testing.assert_array_equal(mask, mask_all)
+    _assert_same_starts(starts, again)
+
+
+def _assert_same_starts(a, b):
+    """Two lists of mixture starts (means, outlier mask) are equal."""
+    assert len(a) == len(b)
+    for (means_a, mask_a), (means_b, mask_b) in zip(a, b):
+        np.testing.assert_array_equal(means_a, means_b)
+        np.testing.assert_array_equal(mask_a, mask_b)
+
+
+def _count_builds(monkeypatch, setting):
+    """The list that every RobustKMeans.build_problem call appends its ``setting`` to."""
+    builds = []
+    real_build = RobustKMeans.build_problem
+
+    def counting(self, *args, **kwargs):
+        builds.append(getattr(self, setting))
+        return real_build(self, *args, **kwargs)
+
+    monkeypatch.setattr(RobustKMeans, "build_problem", counting)
+    return builds
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_mixture_starts_share_one_problem_and_equal_fits_from_scratch(monkeypatch, sparse):
+    # KMeansStarts builds (validates X, internal units, solver) once and draws the
+    # later starts on that problem; each start must be the K-means fit that
+    # RobustKMeans(random_state=seed).fit(X) gives on its own
+    from robustclust._estimators import mixture
+
+    X, _ = _blobs_in_noise(3)
+    if sparse:
+        X = sp.csr_matrix(X)
+    builds = _count_builds(monkeypatch, "random_state")
+
+    def model():
+        return RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
+                                     random_state=4)
+
+    shared = model().build_problem(X).inits
+    assert len(builds) == 1 and len(shared) == 10
+
+    def from_scratch(self, estimator):
+        return estimator.fit(self.X)
+
+    monkeypatch.setattr(mixture.KMeansStarts, "fit", from_scratch)
+    builds.clear()
+    alone = model().build_problem(X).inits
+    assert len(builds) == 10
+    _assert_same_starts(shared, alone)
+
+
+def test_a_start_with_other_settings_builds_its_own_problem(monkeypatch):
+    from robustclust._estimators.mixture import KMeansStarts
+
+    X, _ = _blobs_in_noise(5)
+    builds = _count_builds(monkeypatch, "n_outliers")
+    starts = KMeansStarts(X)
+    a = starts.fit(RobustKMeans(3, n_outliers=400, n_init=1, random_state=1))
+    b = starts.fit(RobustKMeans(3, n_outliers=400, n_init=1, random_state=2))
+    c = starts.fit(RobustKMeans(3, n_outliers=200, n_init=1, random_state=2))
+    assert builds == [400, 200]
+    assert (a.n_outliers_, b.n_outliers_, c.n_outliers_) == (400, 400, 200)
+    expected = RobustKMeans(3, n_outliers=200, n_init=1, random_state=2).fit(X)
+    np.testing.assert_array_equal(c.cluster_centers_, expected.cluster_centers_)

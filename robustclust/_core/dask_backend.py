@@ -57,6 +57,7 @@ Only :func:`robustclust._estimators.dask_fit` imports this module, and only
 for Dask input: ``import robustclust`` never imports dask.
 """
 
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 
@@ -537,6 +538,11 @@ class DaskSolver:
         """Gather the top ``s`` + 1 critical lambdas from now on (the default lambda's
         weighted stage asks for the count the unweighted one reached)."""
         self.count_target = s
+
+    def keeping_starts(self):
+        """Context of a count search (:meth:`Solver.keeping_starts`): nothing is kept
+        here, every state lives on the cluster."""
+        return contextlib.nullcontext()
 
     def critical_lambdas(self, state, weighted=False):
         """The top ``count_target`` + 1 critical lambdas, decreasing (per-block top-k, merged).

@@ -491,6 +491,11 @@ def select_by_count(solver, inits, s, weighted):
 
     Returns (lam, state, unweighted_lam).
     """
+    with solver.keeping_starts():  # cold evaluations restart from their init's state
+        return _select_by_count(solver, inits, s, weighted)
+
+
+def _select_by_count(solver, inits, s, weighted):
     if s == 0:
         km = kmeans_solution(solver, inits)
         lam = lambda_max(solver, km)

@@ -28,6 +28,7 @@ be that of another penalty).
 """
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import stats
@@ -75,6 +76,8 @@ class Solver:
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
+        self._keep_starts = False
+        self._last_start = None
 
     def count_hint(self, s):
         """The count that the next ``critical_lambdas`` calls are read for.
@@ -173,16 +176,30 @@ class Solver:
                                             self.penalty)
         return state
 
+    @contextmanager
+    def keeping_starts(self):
+        """Context in which the mixture's cold start of the last initialisation
+        is kept (:meth:`_mixture_start`); dropped on exit (it is a whole state)."""
+        keep = self._keep_starts
+        self._keep_starts = True
+        try:
+            yield
+        finally:
+            self._keep_starts = keep
+            if not keep:
+                self._last_start = None
+
     def _mixture_start(self, init):
         """The mixture's state at the initial parameters of ``init`` = (means,
         excluded mask), O = 0 (E-step).
 
-        Kept for the last ``init`` (the object itself): a count search of cold
-        fits starts each of its evaluations from one initialisation, and the
-        initial parameters (a partition, a trimmed scatter, an E-step) do not
-        depend on lam.  States are never modified in place.
+        Inside :meth:`keeping_starts`, kept for the last ``init`` (the object
+        itself): a count search of cold fits starts each of its evaluations
+        from one initialisation, and the initial parameters (a partition, a
+        trimmed scatter, an E-step: 1.3 ms at 2,000 points) do not depend on
+        lam.  States are never modified in place.
         """
-        last = getattr(self, "_last_start", None)
+        last = self._last_start
         if last is not None and last[0] is init:
             return last[1]
         model = self.model
@@ -193,7 +210,8 @@ class Solver:
         if cov.metric is not None:
             products = self.geometry.products(centers, cov.metric)
         state = model.start(self, centers, products, weights, cov)
-        self._last_start = (init, state)  # holds init: its identity stays its own
+        if self._keep_starts:
+            self._last_start = (init, state)  # holds init: its identity stays its own
         return state
 
     def run(self, state, lam, weighted=False, max_iter=None, tol=None):

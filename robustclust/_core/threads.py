@@ -41,6 +41,10 @@ def single_blas():
     Nested in another on the same thread it changes nothing (the limit
     holds already): a fit enters one per solver run, inside the one around
     the whole fit, and each costs about 45 microseconds of threadpoolctl.
+    BLAS limits are process-wide: when another thread's outermost context
+    ends first it restores the BLAS threads for everyone, and the rest of
+    this thread's fit runs with them (a nested context no longer limits
+    again); the result is the same, only its speed is not.
     """
     depth = getattr(_LOCAL, "depth", 0)
     _LOCAL.depth = depth + 1

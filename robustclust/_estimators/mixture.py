@@ -73,10 +73,15 @@ class KMeansStarts:
         self.fits = []     # (starts, fitted estimator)
 
     def fit(self, estimator):
-        """``estimator`` fitted on X, or an earlier fit that began from the same starts."""
-        if self.first is None:
+        """``estimator`` fitted on X, or an earlier fit that began from the same starts.
+
+        An estimator whose settings differ from the first one's in more than
+        the random state builds its own problem.
+        """
+        if self.first is None or not self._same_settings(estimator):
             problem = estimator.build_problem(self.X)
-            self.first = (copy.copy(estimator), replace(problem))
+            if self.first is None:
+                self.first = (copy.copy(estimator), replace(problem))
         else:
             template, first = self.first
             seed = estimator.random_state
@@ -93,6 +98,15 @@ class KMeansStarts:
         estimator._fit_problem(problem)
         self.fits.append((problem.inits, estimator))
         return estimator
+
+    def _same_settings(self, estimator):
+        first = self.first[0].get_params(deep=False)
+        params = estimator.get_params(deep=False)
+        first.pop("random_state")
+        params.pop("random_state")
+        return type(estimator) is type(self.first[0]) and params.keys() == first.keys() \
+            and all(same_init(params[k], first[k]) if isinstance(params[k], np.ndarray)
+                    else params[k] == first[k] for k in params)
 
 
 class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
