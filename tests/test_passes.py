@@ -277,7 +277,14 @@ def test_one_iteration_on_small_random_problems(seed, n, p, C, lam, weighted, ki
         if isinstance(compiled, str) or isinstance(array, str):
             assert compiled == array  # both paths refuse, with the same message
             return
-        _assert_same(compiled, array, rtol=1e-9)
+        # a rounding delta of the log-probabilities -D/2 moves a posterior by delta
+        # relative, and delta is eps times the largest Mahalanobis distance: with a
+        # collapsed Sigma (variance 3e-5 against points 20 apart) about 1e-8
+        rtol = 1e-9
+        if kind != "soft":
+            spread = np.ptp(solver.geometry.X) ** 2 / np.min(array.covariance.value)
+            rtol = max(rtol, 4 * np.finfo(float).eps * spread)
+        _assert_same(compiled, array, rtol=rtol)
         state = compiled
 
 
