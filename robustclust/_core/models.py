@@ -480,25 +480,27 @@ class MixtureModel(MixtureBase):
     def covariance_step(self, solver, lam, penalty, resp, nk, centers, outliers, D_raw):
         """eq. (26)/(27): exact root (spherical) or the majorized closed form."""
         xp = solver.xp
-        N, P = solver.geometry.n_samples, self.dim
-        lam_n = None
-        if outliers.count:
-            t0 = outliers.sizes  # ||o_n||_{Sigma_old^-1}
-            if penalty.weighted:
-                lam_n = lam / (t0 + penalty.eps)
-            else:
-                lam_n = xp.full(outliers.count, float(lam), device=device(t0)) \
-                    if xp is not np else np.full(outliers.count, float(lam))
+        N = solver.geometry.n_samples
+        lam_n = _outlier_lams(xp, lam, penalty, outliers)
         if self.kind == "spherical":
             trace = float(xp.sum(resp * D_raw))
             a = float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0
-            h = a / (2.0 * N * P)
-            sigma = h + math.sqrt(max(trace, 0.0) / (N * P) + h * h)
-            return Covariance("spherical", max(sigma * sigma, self.reg_covar), P)
+            return self._covariance_of(trace, a, None, N)
         S = solver.geometry.scatter(resp, nk, centers, outliers,
                                     lam_n if outliers.count else None,
                                     outliers.sizes if outliers.count else None)
-        S = np.asarray(solver.to_host(S), dtype=np.float64)
+        return self._covariance_of(None, None, np.asarray(solver.to_host(S), dtype=np.float64),
+                                   N)
+
+    def _covariance_of(self, trace, a, S, N):
+        """Sigma of eq. (27) (spherical: the root from ``trace`` and the outlier term
+        ``a``) or of eq. (26) (diag, full: from the whole scatter ``S``), over N
+        points, floored and bounded."""
+        P = self.dim
+        if self.kind == "spherical":
+            h = a / (2.0 * N * P)
+            sigma = h + math.sqrt(max(trace, 0.0) / (N * P) + h * h)
+            return Covariance("spherical", max(sigma * sigma, self.reg_covar), P)
         if self.kind == "diag":
             return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
                                                        self.eigenvalue_ratio), P)
@@ -695,13 +697,7 @@ class MixtureModel(MixtureBase):
         with the points' own sum_n gamma_nc.
         """
         xp = solver.xp
-        lam_n = None
-        if outliers.count:
-            if penalty.weighted:
-                lam_n = lam / (outliers.sizes + penalty.eps)
-            else:
-                lam_n = xp.full(outliers.count, float(lam)) if xp is not np else \
-                    np.full(outliers.count, float(lam))
+        lam_n = _outlier_lams(xp, lam, penalty, outliers)
         if self.kind == "spherical":
             return {"trace": float(xp.sum(resp * D_raw)),
                     "a": float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0}
@@ -712,17 +708,11 @@ class MixtureModel(MixtureBase):
     def covariance_from_statistics(self, totals, n_samples, centers):
         """Sigma of :meth:`covariance_step` from the totals of :meth:`covariance_statistics`
         over all ``n_samples`` points at the means ``centers``."""
-        N, P = n_samples, self.dim
         if self.kind == "spherical":
-            h = totals["a"] / (2.0 * N * P)
-            sigma = h + math.sqrt(max(totals["trace"], 0.0) / (N * P) + h * h)
-            return Covariance("spherical", max(sigma * sigma, self.reg_covar), P)
+            return self._covariance_of(totals["trace"], totals["a"], None, n_samples)
         M = np.asarray(centers, dtype=np.float64)
         S = totals["scatter"] + (M.T * _TINY) @ M  # the step's nk carries _TINY
-        if self.kind == "diag":
-            return Covariance("diag", bound_covariance("diag", np.diag(S) / N, N, self.reg_covar,
-                                                       self.eigenvalue_ratio), P)
-        return Covariance.full_step(S / N, N, self.reg_covar, self.eigenvalue_ratio, P)
+        return self._covariance_of(None, None, S, n_samples)
 
     def initial_partition(self, solver, centers):
         """The nearest-mean partition of :meth:`initial_parameters`: (labels, d2)."""
@@ -764,6 +754,20 @@ class MixtureModel(MixtureBase):
         if self.start_covariance is not None:
             return weights, self.start_covariance
         return weights, Covariance(self.kind, value, self.dim)
+
+
+def _outlier_lams(xp, lam, penalty, outliers):
+    """lam_n of the outliers in the covariance step's majorizer (eqs. (26)-(27)):
+    lam, or lam / (||o_n||_{Sigma_old^-1} + eps) for the log penalty; None
+    without outliers."""
+    if not outliers.count:
+        return None
+    t0 = outliers.sizes  # ||o_n||_{Sigma_old^-1}
+    if penalty.weighted:
+        return lam / (t0 + penalty.eps)
+    if xp is np:
+        return np.full(outliers.count, float(lam))
+    return xp.full(outliers.count, float(lam), device=device(t0))
 
 
 def posteriors(solver, D, weights, log_det, dim):
