@@ -561,7 +561,10 @@ _SEQUENTIAL_SUM = 8
 def _row_norms_in(V, covs, c, xp):
     like = V
     if covs.kind == "spherical":
-        return rowdot(V, V, xp) * float(covs.P[c]) ** 2
+        # P_c P_c as NumPy's P**2 of row_sq_norms squares it (Python's float ** 2
+        # calls pow, one ulp off x * x for some x)
+        P_c = float(covs.P[c])
+        return rowdot(V, V, xp) * (P_c * P_c)
     if covs.kind == "diag":
         prec = asarray(covs.P[c] ** 2, xp, like=like)
         return xp.sum(V * V * prec[None, :], axis=1)
