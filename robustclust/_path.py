@@ -88,7 +88,13 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         linearly; on the paper's set this halves the path's iterations and
         moves its centres by < 1e-3 relative), 1 for the mixture, whose
         tolerance is already on the objective.  1 solves every value as a
-        fixed-lambda fit would.
+        fixed-lambda fit would (K-means: until its centres and its outlier
+        matrix settle).  Any other value stops a K-means grid value once
+        its flagged set is unchanged and its centres move by at most
+        ``path_tol * tol`` relative (after two iterations at least): the
+        outlier rows follow from the centres and memberships, and with
+        every point flagged (the bottom of a path) they drift for hundreds
+        of soft K-means iterations while the centres hardly move.
 
     Returns
     -------
@@ -113,6 +119,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
     if path_tol is None:  # EM stops on its objective: its tolerance is not loosened
         path_tol = 1.0 if solver.model.stops_on_objective else PATH_TOL_FACTOR
     tol = solver.tol * path_tol
+    settle = "fit" if path_tol == 1.0 else "centres"
     with solver.blas():
         state = kmeans_solution(solver, problem.inits)
         lam_max = problem.user_lambda(solver.lambda_max(state))
@@ -126,10 +133,11 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         centers = None
         for g, lam in enumerate(grid):
             internal = lam / problem.lambda_unit
-            state = solver.run(state, internal, tol=tol)
+            state = solver.run(state, internal, tol=tol, settle=settle)
             shown, spent = state, state.n_iter
             if est.weighted:
-                shown = solver.run(state, internal, weighted=True, tol=tol)
+                shown = solver.run(state, internal, weighted=True, tol=tol,
+                                   settle=settle)
                 spent += shown.n_iter
             norms[g] = problem.user_outlier_norms(shown)
             counts[g] = shown.n_outliers

@@ -954,9 +954,8 @@ class FusedStepper:
             return pending[0], pending[1], pending[3]
         V, subtract = solver.model.centre_weights(solver, state, self.lam, self.penalty)
         g = solver.geometry
-        sums = g.point_sums(V)
-        if subtract and state.n_outliers:
-            sums = sums - g.outlier_sums(V, state.outliers, state.centers)
+        sums = g.removed_sums(V, state.outliers, state.centers) if subtract \
+            else g.point_sums(V)
         o = solver.dense(state.outliers)
         ref = o.weights_full
         if ref is None:

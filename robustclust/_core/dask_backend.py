@@ -287,9 +287,7 @@ def _centre_statistics(solver, state, lam, weighted, start):
     g, model, xp = solver.geometry, solver.model, solver.xp
     penalty = solver.log_penalty if weighted else solver.penalty
     V, subtract = model.centre_weights(solver, state, lam, penalty)
-    sums = g.point_sums(V)
-    if subtract and state.n_outliers:
-        sums = sums - g.outlier_sums(V, state.outliers, state.centers)
+    sums = g.removed_sums(V, state.outliers, state.centers) if subtract else g.point_sums(V)
     totals = V.totals(xp) if isinstance(V, Assignment) else np.sum(V, axis=0)
     out = {"sums": np.asarray(sums, dtype=np.float64), "totals": np.asarray(totals, np.float64)}
     if model.hard:

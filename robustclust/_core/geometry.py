@@ -21,7 +21,7 @@ Models, penalties and the driver see only what these classes return.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -78,6 +78,10 @@ class Products:
     gram: object
     diag: object
     xp: object = np
+    #: (W, <x_n, M^T w_n>, G w_n, w_n^T G w_n) of the last residual weights W
+    #: (an (N, C) matrix, by identity): the O-step's residual norms and the
+    #: U-step's distances of one iteration both need them.
+    _weighted: tuple | None = field(default=None, repr=False, compare=False)
 
     def sq_distances(self):
         """||x_n - m_c||^2 for all points and centres, (N, C) (eq. (37), o = 0)."""
@@ -95,9 +99,21 @@ class Products:
         if W.ndim == 1:
             r2 = self.diag + pick_diag(self.gram, W, xp) - 2.0 * pick(self.cross, W, xp)
         else:
-            r2 = (self.diag - 2.0 * rowdot(W, self.cross, xp)
-                  + rowdot(W @ self.gram, W, xp))
+            cross_w, _, quad = self.weighted(W)
+            r2 = self.diag - 2.0 * cross_w + quad
         return maximum(r2, 0.0, xp)
+
+    def weighted(self, W):
+        """(<x_n, sum_c w_nc m_c>, G w_n, w_n^T G w_n) for an (N, C) weight matrix,
+        ((N,), (N, C), (N,)); kept for the last W."""
+        kept = self._weighted
+        if kept is not None and kept[0] is W:
+            return kept[1:]
+        xp = self.xp
+        GW = W @ self.gram
+        parts = (rowdot(W, self.cross, xp), GW, rowdot(GW, W, xp))
+        self._weighted = (W,) + parts
+        return parts
 
     def removed_sq_distances(self, shrink, W):
         """||x_n - o_n - m_c||^2 for every point and centre, (N, C) (eq. (37)).
@@ -118,12 +134,16 @@ class Products:
             GW = take(self.gram, W, xp)
             quad = pick_diag(self.gram, W, xp)
         else:
-            cross_w = rowdot(kb, W, xp)
-            GW = W @ self.gram
-            quad = rowdot(GW, W, xp)
-        D = ((t * t * self.diag + shrink * shrink * quad)[:, None]
-             + 2.0 * t[:, None] * (shrink[:, None] * cross_w[:, None] - kb)
-             - 2.0 * shrink[:, None] * GW + _diagonal(self.gram, xp)[None, :])
+            cross_w, GW, quad = self.weighted(W)
+        a = t * t * self.diag + shrink * shrink * quad + 2.0 * t * shrink * cross_w
+        if xp is np:  # the same sums in place: (N, C) temporaries cost more than the flops
+            D = kb * (-2.0 * t)[:, None]
+            D += a[:, None]
+            D -= GW * (2.0 * shrink)[:, None]
+            D += _diagonal(self.gram, xp)[None, :]
+            return np.maximum(D, 0.0, out=D)
+        D = (-2.0 * t)[:, None] * kb + a[:, None] - (2.0 * shrink)[:, None] * GW \
+            + _diagonal(self.gram, xp)[None, :]
         return maximum(D, 0.0, xp)
 
     def rows(self, index):
@@ -256,6 +276,28 @@ class LinearGeometry:
             return np.asarray(safe_sparse_dot(self.X.T, V, dense_output=True),
                               dtype=np.float64).T
         return V.T @ xp.astype(self.X, xp.float64)
+
+    def removed_sums(self, V, outliers, centers):
+        """sum_n V_nc (x_n - o_n) for each c, (C, p): the numerators of eqs. (9), (23).
+
+        ``V`` as in :meth:`point_sums`; ``centers`` those of the O-step that
+        made ``outliers``.  With many outliers (:meth:`Outliers.many`) in the
+        shrink form o_n = s_n (x_n - sum_d w_nd m_d),
+
+            sum_n V_nc (1 - s_n) x_n + [(V s)^T W M]_c,
+
+        one product with X and an (N, C) one, whatever their number; else
+        the k outlier rows are formed (:meth:`outlier_sums`).
+        """
+        if outliers.count == 0:
+            return self.point_sums(V)
+        if isinstance(V, Assignment) or not outliers.many(self.n_samples):
+            return self.point_sums(V) - self.outlier_sums(V, outliers, centers)
+        xp = self.xp
+        s = outliers.shrink_full[:, None]
+        M = centers if xp is np else xp.astype(centers, xp.float64)
+        M = np.asarray(M, dtype=np.float64) if xp is np else M
+        return self.point_sums(V * (1.0 - s)) + ((V * s).T @ outliers.weights_full) @ M
 
     def outlier_sums(self, V, outliers, centers):
         """sum_n V_nc o_n for each c, (C, p): the outlier part of eqs. (9), (23).
@@ -632,6 +674,13 @@ class KernelGeometry:
         if isinstance(V, Assignment):
             V = V.dense(np)
         return np.ascontiguousarray(V.T)
+
+    def removed_sums(self, V, outliers, centers):
+        """sum_n V_nc (phi_n - o_n) in coefficients, (C, N) (eq. (32))."""
+        sums = self.point_sums(V)
+        if outliers.count == 0:
+            return sums
+        return sums - self.outlier_sums(V, outliers, centers)
 
     def outlier_sums(self, V, outliers, centers):
         """sum_n V_nc o_n in coefficients, (C, N): eq. (36) summed as in eq. (32)."""

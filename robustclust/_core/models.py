@@ -255,9 +255,8 @@ class KMeansModel:
         xp = solver.xp
         geometry = solver.geometry
         V, subtract = self.centre_weights(solver, state, lam, penalty)
-        sums = geometry.point_sums(V)
-        if subtract and state.n_outliers:
-            sums = sums - geometry.outlier_sums(V, state.outliers, state.centers)
+        sums = (geometry.removed_sums(V, state.outliers, state.centers) if subtract
+                else geometry.point_sums(V))
         totals = V.totals(xp) if isinstance(V, Assignment) else colsum(V, xp)
         return self.divide(solver, sums, totals, state)
 
@@ -428,11 +427,7 @@ class MixtureBase:
 
     def mean_sums(self, solver, state):
         """sum_n gamma_nc (x_n - o_n), (C, p): what the means of eq. (23) divide."""
-        resp = state.memberships
-        sums = solver.geometry.point_sums(resp)
-        if state.n_outliers:
-            sums = sums - solver.geometry.outlier_sums(resp, state.outliers, state.centers)
-        return sums
+        return solver.geometry.removed_sums(state.memberships, state.outliers, state.centers)
 
     def mixing_step(self, solver, state):
         """(sum_n gamma_nc, pi, means): eqs. (22)-(23) from the state's posteriors

@@ -123,9 +123,13 @@ class Solver:
     def outlier_distances(self, products, outliers, centers):
         """||x_n - o_n - m_c||^2 for every point and centre, (N, C) (eq. (37)).
 
-        The shrink form through the products; explicit rows (entry-wise
-        penalty, NumPy) through the points themselves.
+        The shrink form through the products (with many outliers,
+        :meth:`Outliers.many`, over all points: s_n = 0 leaves the plain
+        distance, in the same arithmetic); explicit rows (entry-wise penalty,
+        NumPy) through the points themselves.
         """
+        if outliers.many(self.geometry.n_samples):
+            return products.removed_sq_distances(outliers.shrink_full, outliers.weights_full)
         if not outliers.explicit:
             index = outliers.index
             removed = products.rows(index).removed_sq_distances(outliers.shrink,
@@ -214,13 +218,21 @@ class Solver:
             self._last_start = (init, state)  # holds init: its identity stays its own
         return state
 
-    def run(self, state, lam, weighted=False, max_iter=None, tol=None):
+    def run(self, state, lam, weighted=False, max_iter=None, tol=None, settle="fit"):
         """Iterations at ``lam`` from ``state`` until the stopping rule holds.
 
         ``max_iter`` caps this run below the solver's own cap (screening starts);
         ``tol`` replaces the solver's tolerance for this run (the looser one of a
-        count search's intermediate evaluations).
+        count search's intermediate evaluations).  ``settle`` is the stopping
+        rule of a model that does not stop on its objective: "fit" (centres and
+        outlier matrix moved by at most ``tol`` relative), or "centres" (the
+        path's: the flagged set is unchanged and the centres moved by at most
+        ``tol`` relative, after at least two iterations, so that the centres
+        have seen an O-step at ``lam``; the outlier rows, a function of the
+        centres and memberships, are not compared).
         """
+        if settle not in ("fit", "centres"):
+            raise ValueError(f"settle must be 'fit' or 'centres', got {settle!r}.")
         lam = float(lam)
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
         tol = self.tol if tol is None else tol
@@ -228,9 +240,11 @@ class Solver:
         if _fused.eligible(self, penalty):
             stepper = _fused.FusedStepper(self, lam, penalty, tol, max_iter)
         else:
-            # a model stopping on its objective never reads the shifts
-            stepper = _Stepper(self, lam, penalty,
-                               shifts=not self.model.stops_on_objective)
+            # a model stopping on its objective never reads the shifts, the
+            # centres' rule not the outlier matrix's
+            shifts = ("none" if self.model.stops_on_objective
+                      else "centres" if settle == "centres" else "all")
+            stepper = _Stepper(self, lam, penalty, shifts=shifts)
         on_objective = self.model.stops_on_objective
         if on_objective:
             gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
@@ -246,6 +260,9 @@ class Solver:
                           f"outliers {state.n_outliers}")
                 if on_objective:
                     converged = (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
+                                 and _same_flagged(previous.outliers, state.outliers, self.xp))
+                elif settle == "centres":
+                    converged = (it > 1 and c_shift <= tol * c_norm
                                  and _same_flagged(previous.outliers, state.outliers, self.xp))
                 else:
                     converged = (c_shift <= tol * c_norm
@@ -342,7 +359,7 @@ class Solver:
 class _Stepper:
     """One iteration of the model in the array namespace, and how far it moved."""
 
-    def __init__(self, solver, lam, penalty, shifts=True):
+    def __init__(self, solver, lam, penalty, shifts="all"):
         self.solver = solver
         self.lam = lam
         self.penalty = penalty
@@ -350,15 +367,18 @@ class _Stepper:
 
     def step(self, state):
         """The next state and (centre shift, centre norm, outlier shift, outlier
-        norm), the four None when ``shifts`` is off (the stopping rule on the
-        objective does not read them)."""
+        norm): the four None when ``shifts`` is "none" (the stopping rule on the
+        objective does not read them), the outlier two when it is "centres"
+        (the path's rule: the outlier shift would form every outlier row)."""
         solver = self.solver
         g = solver.geometry
         new = solver.model.iterate(solver, state, self.lam, self.penalty)
-        if not self.shifts:
+        if self.shifts == "none":
             return new, (None, None, None, None)
         c_shift = g.centre_shift(state.centers, new.centers, state.products, new.products)
         c_norm = g.centre_norm(new.centers, new.products)
+        if self.shifts == "centres":
+            return new, (c_shift, c_norm, None, None)
         o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
                                   state.products, new.products)
         return new, (c_shift, c_norm, o_shift, g.outlier_norm(new.outliers, new.centers))

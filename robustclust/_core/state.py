@@ -29,6 +29,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 
+#: :meth:`Outliers.many`: per-point maps once a 1 / MANY_SHARE share is flagged.
+MANY_SHARE = 4
+
+
 @dataclass
 class Outliers:
     """The nonzero outlier vectors of a state.
@@ -83,6 +87,16 @@ class Outliers:
     def explicit(self):
         """True for explicit rows (entry-wise penalty), False for the shrink form."""
         return self.shrink is None
+
+    def many(self, n):
+        """Whether maps over all n points beat gathers of the k outlier rows: the
+        shrink form with its per-point vectors (soft weights, (N, C)) and at
+        least n / MANY_SHARE outliers.  Those maps give what the k rows give
+        (s_n = 0 leaves a point as it is), at a cost that does not grow with k.
+        """
+        return (not self.explicit and self.shrink_full is not None
+                and self.weights_full is not None and self.weights_full.ndim == 2
+                and self.count * MANY_SHARE >= n)
 
 
 def no_outliers(n, xp=np, like=None):
