@@ -8,6 +8,8 @@ so an iteration costs the same whatever the number of flagged points.  Both
 forms must give the same numbers; the explicit rows are the reference.
 """
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -29,7 +31,7 @@ def _problem(seed, n, p, C, share):
     M = rng.normal(scale=3.0, size=(C, p))
     W = rng.dirichlet(np.ones(C), size=n)
     s = np.zeros(n)
-    flagged = rng.permutation(n)[:max(1, int(round(share * n)))]
+    flagged = rng.permutation(n)[:max(1, math.ceil(share * n))]
     s[flagged] = rng.uniform(0.05, 1.0, size=flagged.size)
     V = rng.uniform(0.0, 2.0, size=(n, C))
     return X, M, W, s, V
