@@ -89,12 +89,16 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         moves its centres by < 1e-3 relative), 1 for the mixture, whose
         tolerance is already on the objective.  1 solves every value as a
         fixed-lambda fit would (K-means: until its centres and its outlier
-        matrix settle).  Any other value stops a K-means grid value once
-        its flagged set is unchanged and its centres move by at most
-        ``path_tol * tol`` relative (after two iterations at least): the
-        outlier rows follow from the centres and memberships, and with
-        every point flagged (the bottom of a path) they drift for hundreds
-        of soft K-means iterations while the centres hardly move.
+        matrix settle), and so does any value up to 1.  Above 1, a K-means
+        grid value stops once its flagged set is unchanged and its centres
+        move by at most ``path_tol * tol`` relative (after two iterations at
+        least): the outlier rows follow from the centres and memberships,
+        and with every point flagged (the bottom of a path) they drift for
+        hundreds of soft K-means iterations while the centres hardly move.
+        The weighted stage of a grid value (the reported solution of
+        ``weighted=True``, started from the unweighted one) keeps the fit's
+        rule at ``path_tol * tol``: with the centres' rule a soft weighted
+        path's outlier norms moved by a few percent.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
     if path_tol is None:  # EM stops on its objective: its tolerance is not loosened
         path_tol = 1.0 if solver.model.stops_on_objective else PATH_TOL_FACTOR
     tol = solver.tol * path_tol
-    settle = "fit" if path_tol == 1.0 else "centres"
+    settle = "centres" if path_tol > 1.0 else "fit"
     with solver.blas():
         state = kmeans_solution(solver, problem.inits)
         lam_max = problem.user_lambda(solver.lambda_max(state))
@@ -136,8 +140,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
             state = solver.run(state, internal, tol=tol, settle=settle)
             shown, spent = state, state.n_iter
             if est.weighted:
-                shown = solver.run(state, internal, weighted=True, tol=tol,
-                                   settle=settle)
+                shown = solver.run(state, internal, weighted=True, tol=tol)
                 spent += shown.n_iter
             norms[g] = problem.user_outlier_norms(shown)
             counts[g] = shown.n_outliers

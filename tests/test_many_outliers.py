@@ -133,13 +133,25 @@ def test_weighted_products_are_kept_for_the_same_weights_only():
 
 
 def _fit_both(monkeypatch, est, X):
-    """(fit with the all-point maps, fit with the k rows only)."""
+    """(fit with the all-point maps, fit with the k rows only, how often each
+    took the maps)."""
+    taken = []
+    real = Outliers.many
+
+    def counted(self, n):
+        out = real(self, n)
+        taken[-1] += out
+        return out
+
     with monkeypatch.context() as m:
         m.setattr(_passes, "MAX_WORK", -1)  # the array path, at any size
+        m.setattr(Outliers, "many", counted)
+        taken.append(0)
         many = _summary(est.fit(X))
-        m.setattr(state_module, "MANY_SHARE", 10**9)  # never "many"
+        m.setattr(state_module, "MANY_SHARE", 0)  # never "many": count * 0 < n
+        taken.append(0)
         few = _summary(est.fit(X))
-    return many, few
+    return many, few, taken
 
 
 def _summary(est):
@@ -151,15 +163,17 @@ def _summary(est):
 @pytest.mark.parametrize("make", [
     lambda: RobustKMeans(3, q=1.5, lam=0.5, random_state=0, n_init=2),
     lambda: RobustKMeans(3, q=2.0, lam=1.0, weighted=True, random_state=0, n_init=2),
-    lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="spherical", random_state=0,
+    lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="tied_spherical",
+                                  random_state=0, n_init=1),
+    lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="tied", random_state=0,
                                   n_init=1),
-    lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="full", random_state=0,
-                                  n_init=1),
-], ids=["soft", "soft-weighted", "rpc-spherical", "rpc-full"])
+], ids=["soft", "soft-weighted", "rpc-tied-spherical", "rpc-tied"])
 def test_fits_with_most_points_flagged_are_the_k_row_fits(monkeypatch, make):
+    # (the mixtures with one covariance per component keep explicit rows)
     X = make_blobs_with_outliers(n_outliers=40, n_per_cluster=60, random_state=3).X
-    (la, ma, ca, ia, oa), (lb, mb, cb, ib, ob) = _fit_both(monkeypatch, make(), X)
-    assert ma.sum() >= len(X) // 4  # the maps over all points were used
+    (la, ma, ca, ia, oa), (lb, mb, cb, ib, ob), taken = _fit_both(monkeypatch, make(), X)
+    assert ma.sum() >= len(X) // 4
+    assert taken[0] > 0 and taken[1] == 0  # the maps, then the k rows only
     np.testing.assert_array_equal(ma, mb)
     np.testing.assert_array_equal(la, lb)
     assert ia == ib
@@ -232,3 +246,29 @@ def test_soft_path_with_every_point_flagged_stops_on_the_centres():
     assert np.abs(loose.n_outliers - exact.n_outliers).max() <= 1
     scale = np.abs(exact.centers).max()
     assert np.abs(loose.centers - exact.centers).max() < 1e-2 * scale
+
+
+@pytest.mark.parametrize("path_tol, unweighted", [(None, "centres"), (10.0, "centres"),
+                                                  (1.0, "fit"), (0.5, "fit")])
+def test_path_rules_by_stage_and_tolerance(monkeypatch, path_tol, unweighted):
+    # the centres' rule only where the path loosens the tolerance, and never
+    # for the weighted stage (the solution a weighted path reports)
+    from robustclust._core.solver import Solver
+
+    seen = []
+    real = Solver.run
+
+    def spy(self, state, lam, weighted=False, max_iter=None, tol=None, settle="fit"):
+        seen.append((weighted, settle, tol))
+        return real(self, state, lam, weighted, max_iter, tol, settle)
+
+    monkeypatch.setattr(Solver, "run", spy)
+    X = make_blobs_with_outliers(n_outliers=20, n_per_cluster=40, random_state=1).X
+    est = RobustKMeans(3, q=1.5, weighted=True, random_state=0, n_init=1, tol=1e-6)
+    regularization_path(est, X, n_lambdas=4, path_tol=path_tol)
+    path_runs = [r for r in seen if r[2] is not None]
+    factor = 10.0 if path_tol is None else path_tol
+    assert len(path_runs) == 8
+    for weighted, settle, tol in path_runs:
+        assert tol == pytest.approx(1e-6 * factor)
+        assert settle == ("fit" if weighted else unweighted)

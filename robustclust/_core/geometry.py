@@ -81,7 +81,7 @@ class Products:
     #: (W, <x_n, M^T w_n>, G w_n, w_n^T G w_n) of the last residual weights W
     #: (an (N, C) matrix, by identity): the O-step's residual norms and the
     #: U-step's distances of one iteration both need them.
-    _weighted: tuple | None = field(default=None, repr=False, compare=False)
+    _weighted: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def sq_distances(self):
         """||x_n - m_c||^2 for all points and centres, (N, C) (eq. (37), o = 0)."""
