@@ -293,11 +293,9 @@ class LinearGeometry:
             return self.point_sums(V)
         if isinstance(V, Assignment) or not outliers.many(self.n_samples):
             return self.point_sums(V) - self.outlier_sums(V, outliers, centers)
-        xp = self.xp
         s = outliers.shrink_full[:, None]
-        M = centers if xp is np else xp.astype(centers, xp.float64)
-        M = np.asarray(M, dtype=np.float64) if xp is np else M
-        return self.point_sums(V * (1.0 - s)) + ((V * s).T @ outliers.weights_full) @ M
+        return (self.point_sums(V * (1.0 - s))
+                + self.combination((V * s).T @ outliers.weights_full, centers))
 
     def outlier_sums(self, V, outliers, centers):
         """sum_n V_nc o_n for each c, (C, p): the outlier part of eqs. (9), (23).

@@ -481,8 +481,7 @@ class MixtureModel(MixtureBase):
             trace = float(xp.sum(resp * D_raw))
             a = float(xp.sum(lam_n * outliers.euclidean)) if outliers.count else 0.0
             return self._covariance_of(trace, a, None, N)
-        S = solver.geometry.scatter(resp, nk, centers, outliers,
-                                    lam_n if outliers.count else None,
+        S = solver.geometry.scatter(resp, nk, centers, outliers, lam_n,
                                     outliers.sizes if outliers.count else None)
         return self._covariance_of(None, None, np.asarray(solver.to_host(S), dtype=np.float64),
                                    N)
