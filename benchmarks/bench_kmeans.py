@@ -10,7 +10,8 @@ the k-iteration fit (validation, centring a copy of X, the first assignment
 included).  Wall-clock and process CPU time are both reported (the CPU time
 is not inflated by other jobs on the machine); ratios are ours / scikit-learn.
 
-    python benchmarks/bench_kmeans.py [--n 200000] [--p 32] [--c 16] [--runs 7]
+    python benchmarks/bench_kmeans.py [--n 200000] [--p 32] [--c 16] [--runs 7] [--iters 10]
+        [--dtype both|float64|float32]
 """
 
 import argparse
@@ -42,6 +43,7 @@ def main():
     parser.add_argument("--c", type=int, default=16)
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--dtype", choices=("float64", "float32", "both"), default="both")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -59,7 +61,8 @@ def main():
     print(f"{'dtype':8s} {'flagged':>8s} {'RKM ms/it':>10s} {'KM ms/it':>9s} {'ratio/it':>9s} "
           f"{'CPU ratio/it':>12s} {'RKM fit s':>9s} {'KM fit s':>8s} {'ratio fit':>9s} "
           f"{'CPU ratio fit':>13s}")
-    for dtype in (np.float64, np.float32):
+    dtypes = (np.float64, np.float32) if args.dtype == "both" else (np.dtype(args.dtype).type,)
+    for dtype in dtypes:
         X = X64.astype(dtype)
         init = init64.astype(dtype)
         for share in SHARES:

@@ -133,20 +133,213 @@ _NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS = 0, 1, 2
 
 
 @njit(nogil=True, cache=True)
-def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
+def _open_rows(X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, kerr, mmax,
+               near, L, cum, cdist, sepd2, lmin, stamp, since, stream, frozen, upper,
+               fsums, fweights, fsq, labels, shrink, size,
+               slot, todo, rows_of, xbuf, gsettled, pend, leaving):
+    """The rows lo:hi of a pass with the bounds in use (:func:`_hard_block`):
+    which are settled and which go through the BLAS call.
+
+    Elkan's test: l_c, a lower bound on ||x - m_c|| (stored minus the
+    centres' drift since), against an upper bound on ||x - m_a||, with a
+    margin e that covers the rounding of every product, so a settled row has
+    the nearest centre the full computation finds.
+
+    A row the running sums hold and the bounds settle is not read
+    (``slot[r]`` = -2) and its outputs are written here; the others are
+    listed in ``todo`` (offsets r, in order): ``slot[r]`` = -1 for a row
+    settled by its exact distance to its nearest centre (whose product is
+    ``gsettled[r]``), else k, its row in ``xbuf[:nf]`` (``rows_of[k]`` = r).
+    Returns (nf, number listed, rows not read, rows Hamerly's test left
+    open, rows tested).
+    """
+    C = L.shape[1]
+    p = X.shape[1]
+    n_unread = n_open = n_tested = 0
+    # 1. the tests that read no row of X; the rows they leave open are pending
+    npend = 0
+    for r in range(hi - lo):
+        i = lo + r
+        a = near[i]
+        leave = False
+        if frozen[i]:
+            # an inlier of m_a at the last pass, in the running sums: it stays
+            # one, of the same nearest centre, when its upper bound u (plus the
+            # margin) is within the threshold and the tests below hold with u
+            # for ||x - m_a|| (then its row is not read: nothing it adds has
+            # changed)
+            xx = sq_norms[i]
+            u = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
+            need2 = u * u + _margin(kerr, xx, mmax)
+            if need2 <= tau0 * tau0:
+                open_ = 0
+                if not stream:
+                    h = lmin[i] - since[stamp[i]]
+                    open_ = -1
+                    if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
+                        open_ = 0
+                    n_tested += 1
+                    n_open -= open_
+                if open_ != 0 or stream:
+                    open_ = 0
+                    need = math.sqrt(need2)
+                    for c in range(C):
+                        open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - u < need)
+                if open_ == 0:
+                    slot[r] = -2
+                    n_unread += 1
+                    # an inlier of m_a, o = 0: the output arrays mostly hold
+                    # these values already (those of two passes ago): a line
+                    # only read is not written back
+                    if labels[i] != a:
+                        labels[i] = a
+                    if shrink[i] != 0.0:
+                        shrink[i] = 0.0
+                    if size[i] != 0.0:
+                        size[i] = 0.0
+                    continue
+            # otherwise out of the running sums, and tested or computed below
+            frozen[i] = 0
+            leave = True
+        pend[npend] = r
+        leaving[npend] = leave
+        npend += 1
+    # 2. the pending rows of X, gathered by one loop of independent loads:
+    #    rows scattered over X each miss the cache, and here the misses
+    #    overlap (one at a time, they cost most of a late pass)
+    for q in range(npend):
+        i = lo + pend[q]
+        for j in range(p):
+            xbuf[q, j] = X[i, j]
+    # 3. the pending rows: out of the running sums; a row whose nearest centre
+    #    was its label is tested with its exact distance; the others are
+    #    computed
+    nf = 0
+    for q in range(npend):
+        r = pend[q]
+        todo[q] = r
+        i = lo + r
+        a = near[i]
+        if leaving[q]:
+            xx = sq_norms[i]
+            w = sample_weight[i]
+            fweights[a] -= w
+            fsq[a] -= w * xx
+            for j in range(p):
+                fsums[a, j] -= w * xbuf[q, j]
+        if prev_labels[i] == a:
+            xx = sq_norms[i]
+            ga = _row_dot(xbuf, q, M64, a)
+            e = _margin(kerr, xx, mmax)
+            ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
+            need2 = ua2 + e
+            # first Hamerly's test, from one number per row: the least lower
+            # bound at the row's last storing, less the most any centre has
+            # moved since (h >= need, squared), or half the gap to m_a's
+            # nearest other centre (sepd[a] - ua >= need holds when sepd[a] >=
+            # 2 need, as ua <= need); then each centre's own bound (cdist[a, a]
+            # is infinite: c = a never counts; a loop the compiler vectorizes,
+            # without a branch per centre)
+            open_ = 0
+            if not stream:
+                h = lmin[i] - since[stamp[i]]
+                open_ = -1
+                if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
+                    open_ = 0
+                n_tested += 1
+                n_open -= open_
+            if open_ != 0 or stream:
+                open_ = 0
+                ua = math.sqrt(ua2)
+                need = math.sqrt(need2)
+                for c in range(C):
+                    open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
+            if open_ == 0:
+                slot[r] = -1
+                gsettled[r] = ga
+                continue
+        slot[r] = nf
+        rows_of[nf] = r
+        if nf != q:
+            for j in range(p):
+                xbuf[nf, j] = xbuf[q, j]
+        nf += 1
+    return nf, npend, n_unread, n_open, n_tested
+
+
+@njit(nogil=True, cache=True)
+def _nearest_rows(G, half, mm, low, nearest):
+    """For each row k of G = X_chunk M^T, the nearest centre (the first of
+    equals) and ||m_c||^2 - 2 <x, m_c> for it (float64).
+
+    The nearest centre maximizes <x, m_c> - ||m_c||^2 / 2, compared in X's
+    precision as scikit-learn does (for float64 X the order of ||m_c||^2 - 2
+    <x, m_c>, scaling by 2 being exact); a float32 search without
+    conversions costs 60% of a float64 one.
+    """
+    C = G.shape[1]
+    for k in range(G.shape[0]):
+        best = G[k, 0] - half[0]
+        arg = 0
+        for c in range(1, C):
+            d = G[k, c] - half[c]
+            better = d > best
+            best = d if better else best
+            arg = c if better else arg
+        low[k] = mm[arg] - 2.0 * G[k, arg]
+        nearest[k] = arg
+
+
+@njit(nogil=True, cache=True)
+def _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
+                  near, L, lmin, stamp):
+    """Elkan's bounds of the rows of a chunk that went through the BLAS call
+    (row k of G is x_{lo + rows_of[k]}): the nearest centre, each lower bound
+    l_c = sqrt(||x - m_c||^2 - e) stored as l_c + cum[c] rounded down to
+    float32, and the least of them over the other centres (Hamerly's)."""
+    C = G.shape[1]
+    # a local scratch row: the compiler knows that no argument aliases it
+    # (as an argument, its square roots stayed scalar)
+    lrow = np.empty(C)
+    for k in range(G.shape[0]):
+        i = lo + rows_of[k]
+        arg = nearest[k]
+        xx = sq_norms[i]
+        near[i] = arg
+        e = _margin(kerr, xx, mmax)
+        # three loops: the first two vectorize (a minimum in the same loop
+        # kept the square roots scalar: a pass that stores the bounds 15.8
+        # against 11.8 ms); c = arg is left out of the least bound by an
+        # infinite term
+        for c in range(C):
+            lrow[c] = math.sqrt(max(xx + mm[c] - 2.0 * G[k, c] - e, 0.0))
+        for c in range(C):
+            v = lrow[c] + cum[c]
+            L[i, c] = v - 1.2e-7 * v  # rounds down to float32
+        least = np.inf
+        for c in range(C):
+            least = min(least, lrow[c] + own[arg, c])
+        lmin[i] = least - 1.2e-7 * least
+        stamp[i] = now
+
+
+@njit(nogil=True, cache=True)
+def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                 prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
-                irls, mode, need_shift, transposed, start, stop, chunk_rows,
+                irls, mode, need_shift, start, stop, chunk_rows,
                 bounds_mode, near, L, cum, lmin, stamp, since, now, sepd, kerr, mmax, stream,
                 frozen, upper, fsums, fweights, fsq,
                 labels, ref, shrink, size, sums, weights, acc, costs):
     """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
 
-    The products of a chunk's rows are one BLAS call, laid out as (C, rows)
-    when ``transposed`` (then the nearest centres are found for all the
-    rows at once, a loop the compiler vectorizes) or (rows, C).  With
+    The products of a chunk's rows are one BLAS call, laid out (rows, C) as
+    in scikit-learn's Lloyd loop (the (C, rows) layout, whose nearest-centre
+    search vectorizes over the rows, ran its BLAS call slower: a float64 plain
+    pass 16.8 against 12.4 ms on an AVX-512 machine).  With
     ``bounds_mode`` = _USE_BOUNDS a row whose bounds show that its previous
     nearest centre is still the nearest costs one product instead of C, and
-    only the other rows of the chunk go through the BLAS call.
+    only the other rows of the chunk go through the BLAS call
+    (:func:`_open_rows`).
 
     With bounds, an inlier's contribution to the centre step (w x, w, and
     w ||x||^2 for the objective) is kept in the block's running sums
@@ -159,262 +352,149 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
     p = X.shape[1]
     track = frozen.shape[0] > 0
     # shift^2, ||O||^2, objective, rows through the BLAS call, rows not read,
-    # rows Hamerly's test left open, rows tested
-    tot = np.zeros(7)
+    # rows Hamerly's test left open, rows tested (scalars: an array's entry
+    # updated row by row is a store and a load on every row's path)
+    t_shift = t_onorm = t_obj = 0.0
+    t_comp = t_unread = t_open = t_tested = 0
     # own[a, c]: infinite for c = a, else 0 (the least bound over the other centres)
     own = np.zeros((C, C))
     for c in range(C):
         own[c, c] = np.inf
     sepd2 = sepd * sepd
-    if transposed:
-        buf = np.empty((C, chunk_rows), dtype=X.dtype)
-    else:
-        buf = np.empty((chunk_rows, C), dtype=X.dtype)
+    buf = np.empty((chunk_rows, C), dtype=X.dtype)
+    half = (0.5 * mm).astype(X.dtype)
     xbuf = np.empty((chunk_rows if bounds_mode == 2 else 0, p), dtype=X.dtype)
     low = np.empty(chunk_rows)
     nearest = np.empty(chunk_rows, dtype=np.intp)
     dist = np.empty(C)
     grow = np.empty(C)
-    slot = np.empty(chunk_rows, dtype=np.intp)
+    # row offsets: of the rows of the BLAS call (rows_of), of the rows this
+    # loop goes through (todo: all unless the bounds are in use)
+    slot = np.arange(chunk_rows)
+    rows_of = np.arange(chunk_rows)
+    todo = np.arange(chunk_rows)
     gsettled = np.empty(chunk_rows)
+    pend = np.empty(chunk_rows, dtype=np.intp)
+    leaving = np.empty(chunk_rows, dtype=np.bool_)
     for lo in range(start, stop, chunk_rows):
         hi = min(stop, lo + chunk_rows)
         m = hi - lo
-        nf = 0
         if bounds_mode == 2:
-            # Elkan's test: l_c, a lower bound on ||x - m_c|| (stored minus the
-            # centres' drift since), against an upper bound on ||x - m_a||,
-            # with a margin e that covers the rounding of every product, so a
-            # settled row has the nearest centre the full computation finds
-            for r in range(m):
-                i = lo + r
-                a = near[i]
-                slot[r] = -1
-                if frozen[i]:
-                    # an inlier of m_a at the last pass, in the running sums:
-                    # it stays one, of the same nearest centre, when its upper
-                    # bound u (plus the margin) is within the threshold and
-                    # the tests below hold with u for ||x - m_a|| (then its
-                    # row is not read: nothing it adds has changed)
-                    xx = sq_norms[i]
-                    u = (upper[i] + cum[a]) * (1.0 + 4.5e-16)  # that sum's rounding
-                    need2 = u * u + _margin(kerr, xx, mmax)
-                    if need2 <= tau0 * tau0:
-                        open_ = 0
-                        if not stream:
-                            h = lmin[i] - since[stamp[i]]
-                            open_ = -1
-                            if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
-                                open_ = 0
-                            tot[6] += 1
-                            tot[5] -= open_
-                        if open_ != 0 or stream:
-                            open_ = 0
-                            need = math.sqrt(need2)
-                            for c in range(C):
-                                open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - u < need)
-                        if open_ == 0:
-                            slot[r] = -2
-                            tot[4] += 1
-                            continue
-                    # otherwise out of the running sums, and computed below
-                    frozen[i] = 0
-                    w = sample_weight[i]
-                    fweights[a] -= w
-                    fsq[a] -= w * xx
-                    for j in range(p):
-                        fsums[a, j] -= w * X[i, j]
-                if prev_labels[i] == a:
-                    xx = sq_norms[i]
-                    ga = _row_dot(X, i, M64, a)
-                    e = _margin(kerr, xx, mmax)
-                    ua2 = max(xx + mm[a] - 2.0 * ga, 0.0) + e
-                    need2 = ua2 + e
-                    # first Hamerly's test, from one number per row: the least
-                    # lower bound at the row's last storing, less the most any
-                    # centre has moved since (h >= need, squared), or half the
-                    # gap to m_a's nearest other centre (sepd[a] - ua >= need
-                    # holds when sepd[a] >= 2 need, as ua <= need); then each
-                    # centre's own bound (cdist[a, a] is infinite: c = a never
-                    # counts; a loop the compiler vectorizes, without a branch
-                    # per centre)
-                    open_ = 0
-                    if not stream:
-                        h = lmin[i] - since[stamp[i]]
-                        open_ = -1
-                        if (h > 0.0 and h * h >= need2) or sepd2[a] >= 4.0 * need2:
-                            open_ = 0
-                        tot[6] += 1
-                        tot[5] -= open_
-                    if open_ != 0 or stream:
-                        open_ = 0
-                        ua = math.sqrt(ua2)
-                        need = math.sqrt(need2)
-                        for c in range(C):
-                            open_ += (L[i, c] - cum[c] < need) & (cdist[a, c] - ua < need)
-                    if open_ == 0:
-                        gsettled[r] = ga
-                        continue
-                slot[r] = nf
-                for j in range(p):
-                    xbuf[nf, j] = X[i, j]
-                nf += 1
+            nf, ntodo, n_unread, n_open, n_tested = _open_rows(
+                X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, kerr, mmax,
+                near, L, cum, cdist, sepd2, lmin, stamp, since, stream, frozen, upper,
+                fsums, fweights, fsq, labels, shrink, size,
+                slot, todo, rows_of, xbuf, gsettled, pend, leaving)
+            t_unread += n_unread
+            t_open += n_open
+            t_tested += n_tested
             Xc = xbuf[:nf]
         else:
-            for r in range(m):
-                slot[r] = r
-            nf = m
+            nf = ntodo = m
             Xc = X[lo:hi]
-        tot[3] += nf
+        t_comp += nf
+        G = buf[:nf]
         if nf > 0:
-            if transposed:
-                if nf == chunk_rows:
-                    np.dot(centers, Xc.T, buf)
-                    G = buf
-                else:
-                    G = np.dot(centers, Xc.T)
-                m0 = mm[0]
-                for k in range(nf):
-                    low[k] = m0 - 2.0 * G[0, k]
-                    nearest[k] = 0
-                for c in range(1, C):
-                    mc = mm[c]
-                    row = G[c]
-                    for k in range(nf):
-                        d = mc - 2.0 * row[k]
-                        better = d < low[k]
-                        low[k] = d if better else low[k]
-                        nearest[k] = c if better else nearest[k]
-            else:
-                if nf == chunk_rows:
-                    np.dot(Xc, centers_t, buf)
-                    G = buf
-                else:
-                    G = np.dot(Xc, centers_t)
-                for k in range(nf):
-                    best = mm[0] - 2.0 * G[k, 0]
-                    arg = 0
-                    for c in range(1, C):
-                        d = mm[c] - 2.0 * G[k, c]
-                        better = d < best
-                        best = d if better else best
-                        arg = c if better else arg
-                    low[k] = best
-                    nearest[k] = arg
-        else:
-            G = buf
-        for r in range(m):
+            np.dot(Xc, centers_t, G)
+            _nearest_rows(G, half, mm, low, nearest)
+            if bounds_mode != 0:
+                _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
+                              near, L, lmin, stamp)
+        for q in range(ntodo):
+            r = todo[q]
             i = lo + r
             k = slot[r]
             s = 0.0
-            if k == -2:
-                # a row the running sums hold: an inlier of its nearest centre
-                arg = near[i]
+            xx = sq_norms[i]
+            # grow: <x_i, m_c> for every c when complete, else only for the nearest
+            complete = k >= 0
+            if complete:
+                arg = nearest[k]
+                lowr = low[k]
             else:
-                xx = sq_norms[i]
-                # grow: <x_i, m_c> for every c when complete, else only for the nearest
-                complete = k >= 0
-                if complete:
-                    arg = nearest[k]
-                    lowr = low[k]
-                    if bounds_mode != 0:
-                        near[i] = arg
-                        e = _margin(kerr, xx, mmax)
-                        # branch-free (the compiler vectorizes it); c = arg is
-                        # left out of the least bound by an infinite term
-                        least = np.inf
+                arg = near[i]
+                lowr = mm[arg] - 2.0 * gsettled[r]
+            if mode == 1:
+                l = arg
+                ref[i] = l
+            else:
+                l = prev_labels[i]
+            if complete:
+                gl = G[k, l]
+            else:
+                gl = gsettled[r]
+            r2 = xx + mm[l] - 2.0 * gl
+            if r2 < 0.0:
+                r2 = 0.0
+            tau = tau0
+            s, r_ = group_shrink(r2, prev_size[i] if weighted else 0.0, lam, tau0, eps,
+                                 weighted)
+            w = sample_weight[i]
+            if costs.shape[0]:
+                costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
+            if track:
+                frozen[i] = 0
+            if s > 0.0:
+                t = 1.0 - s
+                sz = s * r_
+                if weighted:
+                    pen = lam * math.log1p(sz / eps)
+                else:
+                    pen = lam * sz
+                base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
+                t2, s2 = 2.0 * t, 2.0 * s
+                # y = x - o lies on the segment from m_l to x, so D_c - D_l =
+                # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
+                # positive for every c != l when t (min T - T_l) + s sep_l > 0
+                # (always when m_l is x's nearest centre): then l is the label
+                if t * (lowr - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
+                    lab = l
+                    best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
+                else:
+                    if not complete:
                         for c in range(C):
-                            gc = G[c, k] if transposed else G[k, c]
-                            lc = math.sqrt(max(xx + mm[c] - 2.0 * gc - e, 0.0))
-                            least = min(least, lc + own[arg, c])
-                            v = lc + cum[c]
-                            L[i, c] = v - 1.2e-7 * v  # rounds down to float32
-                        lmin[i] = least - 1.2e-7 * least
-                        stamp[i] = now
-                else:
-                    arg = near[i]
-                    lowr = mm[arg] - 2.0 * gsettled[r]
-                if mode == 1:
-                    l = arg
-                    ref[i] = l
-                else:
-                    l = prev_labels[i]
-                if complete:
-                    gl = G[l, k] if transposed else G[k, l]
-                else:
-                    gl = gsettled[r]
-                r2 = xx + mm[l] - 2.0 * gl
-                if r2 < 0.0:
-                    r2 = 0.0
-                tau = tau0
-                s, r_ = group_shrink(r2, prev_size[i] if weighted else 0.0, lam, tau0, eps,
-                                     weighted)
-                w = sample_weight[i]
-                if costs.shape[0]:
-                    costs[i] = max(xx + lowr, 0.0)  # to the nearest centre, o = 0
-                if track:
-                    frozen[i] = 0
-                if s > 0.0:
-                    t = 1.0 - s
-                    sz = s * r_
+                            grow[c] = gl if c == l else _row_dot(X, i, M64, c)
+                    else:
+                        for c in range(C):
+                            grow[c] = G[k, c]
+                    for c in range(C):
+                        dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
+                    lab = 0
+                    best = dist[0]
+                    for c in range(1, C):
+                        better = dist[c] < best
+                        best = dist[c] if better else best
+                        lab = c if better else lab
+                labels[i] = lab
+                t_obj += w * (best + pen)
+                shrink[i] = s
+                size[i] = sz
+                t_onorm += sz * sz
+                if irls:
                     if weighted:
-                        pen = lam * math.log1p(sz / eps)
+                        # the log penalty: the knee is the next O-step's
+                        # threshold, lam / (2 (||o|| + eps)) at this pass's o
+                        # (eq. (30))
+                        dl = r2 if lab == l else xx + mm[lab] - 2.0 * grow[lab]
+                        a = 1.0
+                        if dl > 0.0:
+                            a = min(lam / (2.0 * (sz + eps)) / math.sqrt(dl), 1.0)
                     else:
-                        pen = lam * sz
-                    base = t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
-                    t2, s2 = 2.0 * t, 2.0 * s
-                    # y = x - o lies on the segment from m_l to x, so D_c - D_l =
-                    # t (T_c - T_l) + s ||m_c - m_l||^2 with T = mm - 2 g; it is
-                    # positive for every c != l when t (min T - T_l) + s sep_l > 0
-                    # (always when m_l is x's nearest centre): then l is the label
-                    if t * (lowr - (mm[l] - 2.0 * gl)) + s * sep[l] > 1e-12 * (xx + mm[l]):
-                        lab = l
-                        best = max(base - t2 * gl - s2 * MM[l, l] + mm[l], 0.0)
-                    else:
-                        if not complete:
-                            for c in range(C):
-                                grow[c] = gl if c == l else _row_dot(X, i, M64, c)
-                        else:
-                            for c in range(C):
-                                grow[c] = G[c, k] if transposed else G[k, c]
-                        for c in range(C):
-                            dist[c] = max(base - t2 * grow[c] - s2 * MM[l, c] + mm[c], 0.0)
-                        lab = 0
-                        best = dist[0]
-                        for c in range(1, C):
-                            better = dist[c] < best
-                            best = dist[c] if better else best
-                            lab = c if better else lab
-                    labels[i] = lab
-                    tot[2] += w * (best + pen)
-                    shrink[i] = s
-                    size[i] = sz
-                    tot[1] += sz * sz
-                    if irls:
-                        if weighted:
-                            # the log penalty: the knee is the next O-step's
-                            # threshold, lam / (2 (||o|| + eps)) at this pass's o
-                            # (eq. (30))
-                            dl = r2 if lab == l else xx + mm[lab] - 2.0 * grow[lab]
+                        # a = min(1, tau / ||x - m_lab||); for lab = l: tau / r = t
+                        a = t
+                        if lab != l:
+                            dl = xx + mm[lab] - 2.0 * grow[lab]
                             a = 1.0
                             if dl > 0.0:
-                                a = min(lam / (2.0 * (sz + eps)) / math.sqrt(dl), 1.0)
-                        else:
-                            # a = min(1, tau / ||x - m_lab||); for lab = l: tau / r = t
-                            a = t
-                            if lab != l:
-                                dl = xx + mm[lab] - 2.0 * grow[lab]
-                                a = 1.0
-                                if dl > 0.0:
-                                    a = min(tau / math.sqrt(dl), 1.0)
-                        wa = w * a
-                        weights[lab] += wa
-                        for j in range(p):
-                            sums[lab, j] += wa * X[i, j]
-                    else:
-                        weights[lab] += w
-                        for j in range(p):
-                            sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
+                                a = min(tau / math.sqrt(dl), 1.0)
+                    wa = w * a
+                    weights[lab] += wa
+                    for j in range(p):
+                        sums[lab, j] += wa * X[i, j]
+                else:
+                    weights[lab] += w
+                    for j in range(p):
+                        sums[lab, j] += w * (t * X[i, j] + s * M64[l, j])
             if not s > 0.0:
                 # an inlier, o = 0: the output arrays mostly hold these values
                 # already (those of two passes ago): a line only read is not
@@ -425,8 +505,6 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     shrink[i] = 0.0
                 if size[i] != 0.0:
                     size[i] = 0.0
-                if k == -2:
-                    continue
                 v = xx + lowr
                 if track:
                     # into the running sums, with an upper bound on ||x - m_arg||
@@ -441,7 +519,7 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                         fsums[arg, j] += w * X[i, j]
                 else:
                     if v > 0.0:
-                        tot[2] += w * v
+                        t_obj += w * v
                     weights[arg] += w
                     for j in range(p):
                         sums[arg, j] += w * X[i, j]
@@ -453,9 +531,14 @@ def _hard_block(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample
                     for j in range(p):
                         dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
                         diff2 += dj * dj
-                    tot[0] += diff2
-    for q in range(7):
-        acc[q] += tot[q]
+                    t_shift += diff2
+    acc[0] += t_shift
+    acc[1] += t_onorm
+    acc[2] += t_obj
+    acc[3] += t_comp
+    acc[4] += t_unread
+    acc[5] += t_open
+    acc[6] += t_tested
 
 
 def _block_zeros(n_blocks, width):
@@ -738,9 +821,12 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         sepd = cdist.min(axis=1) if C > 1 else np.full(C, np.inf)
     # |error| of a difference of two squared distances from products in X's
     # precision over p terms is at most 4 gamma_p ||x|| max ||m||; the margin
-    # is twice that, plus the float64 products' own
+    # is twice that, plus the float64 products' own, plus the rounding of the
+    # nearest-centre search in X's precision (a unit each of <x, m_c> -
+    # ||m_c||^2 / 2 and of ||m_c||^2 / 2: at most 2 unit (||x||^2 + max ||m||^2)
+    # in squared distance)
     unit = float(np.finfo(X.dtype).eps) / 2
-    kerr = 8.0 * (p * unit / (1.0 - p * unit) + p * 1.2e-16)
+    kerr = 8.0 * (p * unit / (1.0 - p * unit) + p * 1.2e-16) + 8.0 * unit
     mmax = float(mm.max()) if C else 0.0
     if out is None:
         out = {"labels": np.empty(n, dtype=np.intp), "shrink": np.empty(n),
@@ -766,11 +852,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         frozen, upper = bounds.frozen, bounds.upper
         running = [(fsums[b], fweights[b], fsq[b]) for b in range(n_blocks)]
     mode = _NEAREST if nearest else _PREVIOUS
-    # the faster BLAS layout of each dtype, measured: (C, rows) for float64, (rows, C) for float32
-    transposed = X.dtype == np.float64
-    args = [(X, centers, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
+    args = [(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
              prev_labels, prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0),
-             float(eps), bool(weighted), bool(irls), mode, bool(need_shift), transposed,
+             float(eps), bool(weighted), bool(irls), mode, bool(need_shift),
              edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, lmin, stamp,
              since, now, sepd, kerr, mmax, stream, frozen, upper) + running[b] + (
              labels, ref, shrink, size, sums[b], weights[b], acc[b],
