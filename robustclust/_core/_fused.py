@@ -38,6 +38,7 @@ every BLAS call around it slower).
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -61,6 +62,8 @@ BOUNDS_MAX_ENTRIES = 2 ** 25
 BOUNDS_MIN_WORK = 10_000_000
 #: Rows per BLAS product inside the pass (scikit-learn's Lloyd loop uses 256).
 CHUNK_ROWS = 256
+#: Blocks of rows per thread in a parallel pass (see :func:`hard_pass`).
+BLOCKS_PER_THREAD = 4
 
 _N_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                         else (os.cpu_count() or 1)))
@@ -838,7 +841,11 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     old_shrink = shrink if old_shrink is None else old_shrink  # unread unless need_shift
     old_ref = labels if old_ref is None else old_ref
     M_old = M64 if old_centers is None else np.ascontiguousarray(old_centers, dtype=np.float64)
-    n_blocks = n_threads
+    # several blocks a thread, taken in turn by whichever thread is free: the
+    # rows' costs differ (outliers, rows near a boundary, a first write to
+    # fresh memory), and halves of X in two threads waited on each other
+    n_blocks = 1 if n_threads == 1 else min(n_threads * BLOCKS_PER_THREAD,
+                                            max(n_threads, n // chunk_rows))
     # each block's own accumulators
     sums = _block_zeros(n_blocks, C * p).reshape(n_blocks, C, p)
     weights = _block_zeros(n_blocks, C)
@@ -864,8 +871,22 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         _hard_block(*args[0])
     else:
         if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=_N_THREADS)
-        for future in [_EXECUTOR.submit(_hard_block, *a) for a in args]:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, _N_THREADS - 1))
+        queue = iter(args)
+        lock = threading.Lock()
+
+        def work():
+            while True:
+                with lock:
+                    block = next(queue, None)
+                if block is None:
+                    return
+                _hard_block(*block)
+
+        # the calling thread works too (one hand-over fewer)
+        futures = [_EXECUTOR.submit(work) for _ in range(n_threads - 1)]
+        work()
+        for future in futures:
             future.result()
     if kept is not None:
         kept.moved(M64)
