@@ -29,9 +29,12 @@ and a pass late in a run reads little more than its outliers' rows and those
 near a boundary.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
-per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split over a few
-Python threads that each run the compiled GIL-free kernel on their own block,
-with BLAS limited to one thread (plain threads rather than numba's ``prange``:
+per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split into
+``BLOCKS_PER_THREAD`` blocks per thread, which a few Python threads (the
+calling one among them) take in turn and run through the compiled GIL-free
+kernel, each block with its own sums (added in block order: the result does
+not depend on which thread ran which block), with BLAS limited to one thread
+(plain threads rather than numba's ``prange``:
 an OpenMP pool spin-waits between calls and, on a busy 2-core machine, made
 every BLAS call around it slower).
 """
