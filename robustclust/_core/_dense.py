@@ -64,12 +64,13 @@ def outlier_csr(X, index, ref, shrink, centers, scale, dtype):
     """
     n, p = X.shape
     k = index.shape[0]
-    data = np.empty(k * p, dtype=np.float64)
+    # written in ``dtype`` directly: each entry is computed in float64 and rounded
+    # once, as a float64 array's astype would (without its second array)
+    data = np.empty(k * p, dtype=np.dtype(dtype))
     indices = np.empty(k * p, dtype=np.int32 if p < 2**31 else np.int64)
     _outlier_rows(X, np.asarray(index, dtype=np.int64), np.asarray(ref, dtype=np.int64),
                   np.asarray(shrink, dtype=np.float64),
                   np.ascontiguousarray(centers, dtype=np.float64), float(scale), data, indices)
-    data = data.astype(dtype, copy=False)
     counts = np.zeros(n + 1, dtype=np.int64)
     nonzero = data != 0
     if nonzero.all():

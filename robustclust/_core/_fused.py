@@ -560,6 +560,31 @@ def _moves(new, old):
     return np.sqrt(((new - old) ** 2).sum(axis=1))
 
 
+@njit(nogil=True, cache=True)
+def _settled_share(Xs, sq, M, mm, drift):
+    """The share of the rows of ``Xs`` that Elkan's test would settle after each
+    centre m_c moved by ``drift[c]``, with exact bounds: every other centre
+    stays farther than the nearest one after both have moved (one compiled
+    loop: as NumPy expressions, 180 microseconds a pass)."""
+    C = M.shape[0]
+    G = np.dot(Xs, np.ascontiguousarray(M.T))
+    D = np.empty(C)
+    settled = 0
+    for i in range(Xs.shape[0]):
+        a = 0
+        for c in range(C):
+            D[c] = math.sqrt(max(sq[i] + mm[c] - 2.0 * G[i, c], 0.0))
+            if D[c] < D[a]:
+                a = c
+        reach = D[a] + drift[a]
+        ok = True
+        for c in range(C):
+            if c != a and D[c] - drift[c] < reach:
+                ok = False
+        settled += ok
+    return settled / max(Xs.shape[0], 1)
+
+
 class Bounds:
     """Elkan's distance bounds of the passes over one X (see :func:`hard_pass`).
 
@@ -652,15 +677,7 @@ class Bounds:
         if self.last_move and top < self.last_move:
             drift = drift * (top / self.last_move)
         Xs, sq = self.probe
-        D = np.sqrt(np.maximum(sq[:, None] + mm[None, :] - 2.0 * (Xs @ centers.T), 0.0))
-        a = D.argmin(axis=1)
-        rows = np.arange(len(D))
-        # Elkan's test at the next pass, with exact bounds: every other centre
-        # stays farther than the nearest one after both have moved
-        reach = D[rows, a] + drift[a]
-        low = D - drift[None, :]
-        low[rows, a] = np.inf
-        return float((low.min(axis=1) >= reach).mean()) >= STORE_MIN_SETTLED
+        return _settled_share(Xs, sq, centers, mm, drift) >= STORE_MIN_SETTLED
 
     def record(self, restart):
         """Note this pass's ``cum``; return, for each earlier pass t, how far the
