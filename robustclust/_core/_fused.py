@@ -245,7 +245,10 @@ def _open_rows(X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, k
             # nearest other centre (sepd[a] - ua >= need holds when sepd[a] >=
             # 2 need, as ua <= need); then each centre's own bound (cdist[a, a]
             # is infinite: c = a never counts; a loop the compiler vectorizes,
-            # without a branch per centre)
+            # without a branch per centre).  The same tests as for a frozen row
+            # above, written out twice: as a function of their own (scalars
+            # and the row views L[i], cdist[a]) a late float32 pass at 1%
+            # flagged took 6.7 against 4.8 ms, inlined by numba 10.2 ms
             open_ = 0
             if not stream:
                 h = lmin[i] - since[stamp[i]]
