@@ -355,6 +355,25 @@ def test_bounds_with_equal_centres_and_points_on_ties():
     assert b["computed"] >= 20 + (prev >= 2).sum()
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 3.0))
+def test_store_prediction_counts_the_rows_elkans_test_would_settle(seed, scale):
+    # the compiled prediction against Elkan's test written from the distances
+    # ||x - m_c|| themselves: a row settles when every other centre, moved
+    # towards it by its drift, stays farther than its nearest centre moved away
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 6))
+    M = rng.normal(size=(4, 6))
+    drift = scale * rng.random(4)
+    D = np.linalg.norm(X[:, None, :] - M[None, :, :], axis=2)
+    settled = 0
+    for d in D:
+        a = int(np.argmin(d))
+        settled += all(d[c] - drift[c] >= d[a] + drift[a] for c in range(4) if c != a)
+    share = fused_module._settled_share(X, (X ** 2).sum(1), M, (M ** 2).sum(1), drift)
+    assert share == pytest.approx(settled / 300, abs=1.5 / 300)  # a rounding tie at most
+
+
 def test_bounds_are_stored_only_when_the_probe_predicts_they_will_settle_most_rows():
     # a pass that would store the bounds first predicts, on a few rows, how
     # many the next pass would settle if the centres moved as they just did
@@ -536,3 +555,26 @@ def test_kept_costs_belong_to_the_state_whose_pass_kept_them():
         np.testing.assert_allclose(kept, fused_module.nearest_sq_distances(
             g.X, st_.centers, g.sq_norms), rtol=1e-12, atol=1e-12)
     assert fused_module.kept_costs(states[0]) is None  # its arrays now hold the third pass's
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_outlier_matrix_is_written_in_the_fits_dtype_rounded_once(dtype):
+    # the flagged rows s_n (x_n - m_l) * scale, each entry computed in float64
+    # and rounded once to the fit's dtype; an entry equal to zero is dropped
+    from robustclust._core._dense import outlier_csr
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 5)).astype(dtype)
+    M = rng.normal(size=(3, 5))
+    index = np.array([2, 9, 30])
+    ref = np.array([0, 2, 1])
+    shrink = np.array([0.25, 0.5, 1.0 / 3.0])
+    X[30, 4] = M[1, 4] = 1.5  # a zero entry of the outlier matrix
+    data, indices, indptr = outlier_csr(X, index, ref, shrink, M, 4.0, dtype)
+    assert data.dtype == dtype
+    expected = (shrink[:, None] * (X[index].astype(np.float64) - M[ref]) * 4.0).astype(dtype)
+    O = np.zeros((50, 5), dtype=dtype)
+    for i in range(50):
+        O[i, indices[indptr[i]:indptr[i + 1]]] = data[indptr[i]:indptr[i + 1]]
+    np.testing.assert_array_equal(O[index], expected)
+    assert len(data) == 14 and not (data == 0).any()

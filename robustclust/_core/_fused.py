@@ -735,7 +735,8 @@ def bounds_of(geometry, n_clusters):
     if bounds is None or bounds.L.shape[1] != n_clusters:
         n = geometry.n_samples
         rows = np.linspace(0, n - 1, min(n, PROBE_ROWS)).astype(np.intp)
-        probe = (np.asarray(geometry.X[rows], dtype=np.float64), geometry.sq_norms[rows])
+        probe = (np.ascontiguousarray(geometry.X[rows], dtype=np.float64),
+                 np.ascontiguousarray(geometry.sq_norms[rows], dtype=np.float64))
         bounds = Bounds(n, n_clusters, math.sqrt(float(geometry.sq_norms.max())), probe)
         geometry.pass_bounds = bounds
     return bounds
