@@ -413,7 +413,6 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
             r = todo[q]
             i = lo + r
             k = slot[r]
-            s = 0.0
             xx = sq_norms[i]
             # grow: <x_i, m_c> for every c when complete, else only for the nearest
             complete = k >= 0
@@ -435,7 +434,6 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
             r2 = xx + mm[l] - 2.0 * gl
             if r2 < 0.0:
                 r2 = 0.0
-            tau = tau0
             s, r_ = group_shrink(r2, prev_size[i] if weighted else 0.0, lam, tau0, eps,
                                  weighted)
             w = sample_weight[i]
@@ -495,7 +493,7 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                             dl = xx + mm[lab] - 2.0 * grow[lab]
                             a = 1.0
                             if dl > 0.0:
-                                a = min(tau / math.sqrt(dl), 1.0)
+                                a = min(tau0 / math.sqrt(dl), 1.0)
                     wa = w * a
                     weights[lab] += wa
                     for j in range(p):
