@@ -145,7 +145,11 @@ def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size
 @pytest.mark.parametrize("weighted, irls", [(False, True), (False, False), (True, True),
                                            (True, False)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype):
+@pytest.mark.parametrize("prev_nearest", [False, True])
+def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype, prev_nearest):
+    # random previous labels, or (as late in a run) the nearest centre for all
+    # but a tenth of the rows: the plain pass's common rows (previous label =
+    # nearest centre, convex penalty, IRLS) take a path of their own
     rng = np.random.default_rng(3)
     n, p, C = 701, 6, 4
     M = rng.normal(scale=3.0, size=(C, p))
@@ -154,6 +158,10 @@ def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype):
     M = M.astype(dtype)
     w = rng.uniform(0.5, 2.0, size=n)
     prev = rng.integers(C, size=n)
+    if prev_nearest:
+        X64, M64 = X.astype(np.float64), M.astype(np.float64)
+        nearest = ((X64[:, None, :] - M64[None]) ** 2).sum(-1).argmin(1)
+        prev = np.where(rng.uniform(size=n) < 0.9, nearest, prev)
     eps, lam = 0.05, (0.2 if weighted else 5.0)
     prev_size = np.where(rng.uniform(size=n) < 0.2, rng.uniform(0.1, 3.0, size=n), 0.0)
     tau = lam / (2 * (prev_size + eps)) if weighted else np.full(n, lam / 2)

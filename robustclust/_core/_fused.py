@@ -332,6 +332,86 @@ def _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, n
         stamp[i] = now
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_weight, mm, MM,
+                 sep, M64, lam, tau0, need_shift, old_shrink, old_ref, M_old,
+                 labels, ref, shrink, size, sums, weights, costs, rest, tot):
+    """The common rows of a chunk of a plain pass (every row through the BLAS
+    call; convex group penalty, IRLS centre step, no running sums): those
+    whose previous label l is their nearest centre.  An outlier's U-step then
+    keeps l when s sep_l > 0, and inlier and outlier differ only in numbers
+    (IRLS weight a = t = 1 - s, with s = 0 for an inlier; the objective term
+    t^2 ... + lam ||o|| or the squared distance, chosen by value), so the
+    rows take one path instead of a branch that, with 40% of the rows
+    flagged, the processor mispredicted for one row in three (a plain pass
+    6-10% faster, single thread).  The arithmetic of :func:`_hard_block`'s
+    loop, which takes the other rows (listed in ``rest``; their number is
+    returned); ``tot`` adds the shift^2, ||O||^2 and objective terms
+    (per chunk, so those sums are reassociated to rounding).  The numpy
+    error model: the one division's operand is 1 where it is not used."""
+    p = X.shape[1]
+    n_rest = 0
+    t_shift = t_onorm = t_obj = 0.0
+    tt = tau0 * tau0
+    for k in range(G.shape[0]):
+        i = lo + k
+        arg = nearest[k]
+        lowr = low[k]
+        if mode == 1:
+            l = arg
+            ref[i] = l
+        else:
+            l = prev_labels[i]
+        xx = sq_norms[i]
+        if costs.shape[0]:
+            costs[i] = max(xx + lowr, 0.0)
+        if l != arg:
+            rest[n_rest] = k
+            n_rest += 1
+            continue
+        gl = G[k, l]
+        r2 = xx + mm[l] - 2.0 * gl
+        if r2 < 0.0:
+            r2 = 0.0
+        over = r2 > tt
+        r_ = math.sqrt(r2)
+        s = (1.0 - tau0 / (r_ if over else 1.0)) if over else 0.0
+        if over & (not s * sep[l] > 1e-12 * (xx + mm[l])):
+            rest[n_rest] = k
+            n_rest += 1
+            continue
+        w = sample_weight[i]
+        t = 1.0 - s
+        sz = s * r_
+        best = max(t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
+                   - 2.0 * t * gl - 2.0 * s * MM[l, l] + mm[l], 0.0)
+        t_obj += w * ((best + lam * sz) if over else max(xx + lowr, 0.0))
+        if labels[i] != arg:
+            labels[i] = arg
+        if shrink[i] != s:
+            shrink[i] = s
+        if size[i] != sz:
+            size[i] = sz
+        t_onorm += sz * sz
+        wa = w * t
+        weights[arg] += wa
+        for j in range(p):
+            sums[arg, j] += wa * X[i, j]
+        if need_shift:
+            s0 = old_shrink[i]
+            if s > 0.0 or s0 > 0.0:
+                lo_ = old_ref[i]
+                diff2 = 0.0
+                for j in range(p):
+                    dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
+                    diff2 += dj * dj
+                t_shift += diff2
+    tot[0] += t_shift
+    tot[1] += t_onorm
+    tot[2] += t_obj
+    return n_rest
+
+
 @njit(nogil=True, cache=True)
 def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                 prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
@@ -360,6 +440,9 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     C = centers_t.shape[1]
     p = X.shape[1]
     track = frozen.shape[0] > 0
+    simple = irls and not weighted and not track and bounds_mode == 0
+    rest = np.empty(chunk_rows, dtype=np.intp)
+    tot = np.zeros(3)
     # shift^2, ||O||^2, objective, rows through the BLAS call, rows not read,
     # rows Hamerly's test left open, rows tested (scalars: an array's entry
     # updated row by row is a store and a load on every row's path)
@@ -409,8 +492,15 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
             if bounds_mode != 0:
                 _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
                               near, L, lmin, stamp)
+        rows = todo
+        if simple and nf > 0:
+            ntodo = _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms,
+                                 sample_weight, mm, MM, sep, M64, lam, tau0, need_shift,
+                                 old_shrink, old_ref, M_old, labels, ref, shrink, size, sums,
+                                 weights, costs, rest, tot)
+            rows = rest
         for q in range(ntodo):
-            r = todo[q]
+            r = rows[q]
             i = lo + r
             k = slot[r]
             xx = sq_norms[i]
@@ -539,9 +629,9 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                         dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
                         diff2 += dj * dj
                     t_shift += diff2
-    acc[0] += t_shift
-    acc[1] += t_onorm
-    acc[2] += t_obj
+    acc[0] += t_shift + tot[0]
+    acc[1] += t_onorm + tot[1]
+    acc[2] += t_obj + tot[2]
     acc[3] += t_comp
     acc[4] += t_unread
     acc[5] += t_open
