@@ -455,6 +455,42 @@ def test_fits_with_distance_bounds_equal_fits_without(monkeypatch, kw):
     assert bounded.lambda_ == pytest.approx(plain.lambda_, rel=1e-9)
 
 
+def test_bounds_are_stored_only_when_enough_passes_may_follow(monkeypatch):
+    # storing costs more than a plain pass and pays back over later passes: a
+    # run stores them only while STORE_MIN_PASSES_LEFT passes or more may follow
+    X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_WORK", 0)
+    passes, stores = [0], []
+    real_pass, real_record = fused_module.hard_pass, fused_module.Bounds.record
+
+    def counting(*args, **kw):
+        passes[0] += 1
+        return real_pass(*args, **kw)
+
+    def recording(self, restart):
+        if restart:
+            stores.append(passes[0] - 1)  # steps before this pass (the first pass is 0)
+        return real_record(self, restart)
+
+    monkeypatch.setattr(fused_module, "hard_pass", counting)
+    monkeypatch.setattr(fused_module.Bounds, "record", recording)
+    left = fused_module.STORE_MIN_PASSES_LEFT
+
+    def run(max_iter):
+        passes[0], stores[:] = 0, []
+        fit = RobustKMeans(5, lam=4.0, n_init=1, random_state=0, tol=0,
+                           max_iter=max_iter).fit(X)
+        assert fit.n_iter_ == max_iter
+        assert all(max_iter - step >= left for step in stores), stores
+        return list(stores)
+
+    long_run = run(40)
+    assert long_run  # stored once the centres settled, at step long_run[0]
+    # the same run cut short where that step has one pass too few after it
+    assert run(long_run[0] + left - 1) == []
+    assert run(long_run[0] + left)[:1] == long_run[:1]
+
+
 def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkeypatch):
     # the bounds outlive each lambda's run: the next run adds its centres' drift
     X, _ = _overlapping(n=3000, p=9, C=4, seed=4)

@@ -807,6 +807,12 @@ MAX_HISTORY = 4096
 STORE_MIN_SETTLED = 0.8
 #: Rows of X on which that prediction is made.
 PROBE_ROWS = 1024
+#: Fewest passes that may follow a pass for it to store the bounds: storing
+#: costs about half a plain pass more, and the first passes after it save
+#: little (the running sums are being filled), so fewer cannot repay it
+#: (measured on bench_kmeans's data: a 20-iteration fit that stored them at
+#: its 15th pass ran 3-8% slower than without them).
+STORE_MIN_PASSES_LEFT = 8
 #: Share of the tested rows whose Hamerly test fails above which the next
 #: pass reads every tested row's C bounds in order instead of only theirs:
 #: scattered, each of those reads waits for memory (measured: a late float32
@@ -833,7 +839,7 @@ def bounds_of(geometry, n_clusters):
 def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, tau0=np.inf,
               eps=1.0, weighted=False, irls=True, nearest=False, prev_size=None,
               old_shrink=None, old_ref=None, old_centers=None, need_shift=True, out=None,
-              bounds=None, costs=None, n_threads=None, chunk_rows=CHUNK_ROWS):
+              bounds=None, store=True, costs=None, n_threads=None, chunk_rows=CHUNK_ROWS):
     """One fused pass over a dense X: O-step, U-step, next centre sums, shift.
 
     Parameters
@@ -870,6 +876,10 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         anew.  The results are those of the pass without bounds (labels
         equal; sums to rounding): the bounds carry a margin for the rounding
         of every product.  Not with ``nearest=True``.
+    store : bool, default=True
+        Whether this pass may store the bounds (the stepper says no when
+        fewer than ``STORE_MIN_PASSES_LEFT`` passes may follow); bounds
+        already stored are used either way.
     costs : ndarray of shape (N,), optional
         Filled with every point's squared distance to its nearest centre,
         min_c ||x_n - m_c||^2 (the l0 costs of eq. (3)).
@@ -920,8 +930,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             if (bounds.cum.max() <= RESET_DRIFT * bounds.scale
                     and bounds.passes < MAX_HISTORY):
                 bounds_mode = _USE_BOUNDS
-        if bounds_mode == _STORE_BOUNDS and not bounds.worth_storing(M64, mm):
-            # the next pass would settle few rows: a plain pass
+        if bounds_mode == _STORE_BOUNDS and not (store and bounds.worth_storing(M64, mm)):
+            # too few passes left to repay the storing, or the next pass
+            # would settle few rows: a plain pass
             bounds.centers = None
             bounds_mode, bounds = _NO_BOUNDS, None
     if bounds is not None:
@@ -1206,7 +1217,9 @@ class FusedStepper:
                            prev_size=prev["size"], old_shrink=prev["shrink"],
                            old_ref=prev["ref"], old_centers=state.centers,
                            need_shift=settled,
-                           out=out, bounds=self.bounds, costs=costs)
+                           out=out, bounds=self.bounds,
+                           store=self.max_iter - self.steps >= STORE_MIN_PASSES_LEFT,
+                           costs=costs)
         # the costs belong to these centres (a later pass into this buffer
         # leaves them with other ones)
         result["costs"], result["costs_of"] = costs, centers
