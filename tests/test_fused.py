@@ -374,12 +374,18 @@ def test_store_prediction_counts_the_rows_elkans_test_would_settle(seed, scale):
     M = rng.normal(size=(4, 6))
     drift = scale * rng.random(4)
     D = np.linalg.norm(X[:, None, :] - M[None, :, :], axis=2)
-    settled = 0
+    settled = inliers = 0
+    reach_max = float(np.median(D.min(1)))  # counting only the rows that stay within it
     for d in D:
         a = int(np.argmin(d))
-        settled += all(d[c] - drift[c] >= d[a] + drift[a] for c in range(4) if c != a)
-    share = fused_module._settled_share(X, (X ** 2).sum(1), M, (M ** 2).sum(1), drift)
+        ok = all(d[c] - drift[c] >= d[a] + drift[a] for c in range(4) if c != a)
+        settled += ok
+        inliers += ok and d[a] + drift[a] <= reach_max
+    args = (X, (X ** 2).sum(1), M, (M ** 2).sum(1), drift)
+    share = fused_module._settled_share(*args)
     assert share == pytest.approx(settled / 300, abs=1.5 / 300)  # a rounding tie at most
+    share = fused_module._settled_share(*args, reach_max)
+    assert share == pytest.approx(inliers / 300, abs=2.5 / 300)
 
 
 def test_bounds_are_stored_only_when_the_probe_predicts_they_will_settle_most_rows():
@@ -489,6 +495,32 @@ def test_bounds_are_stored_only_when_enough_passes_may_follow(monkeypatch):
     # the same run cut short where that step has one pass too few after it
     assert run(long_run[0] + left - 1) == []
     assert run(long_run[0] + left)[:1] == long_run[:1]
+
+
+@pytest.mark.parametrize("lam, stored32", [(12.0, True), (4.0, False)])
+def test_float32_bounds_are_stored_only_when_most_rows_stay_inliers(monkeypatch, lam,
+                                                                   stored32):
+    # in float32 the bounds pay by the inliers that the running sums hold
+    # unread (an outlier is read at every pass): with most rows flagged a
+    # float32 run keeps none, a float64 run still does (its products pay)
+    X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_WORK", 0)
+    stores = []
+    real_record = fused_module.Bounds.record
+
+    def recording(self, restart):
+        stores.append(restart)
+        return real_record(self, restart)
+
+    monkeypatch.setattr(fused_module.Bounds, "record", recording)
+    flagged = {}
+    for dtype in (np.float64, np.float32):
+        stores.clear()
+        fit = RobustKMeans(5, lam=lam, n_init=1, random_state=0, tol=0,
+                           max_iter=30).fit(X.astype(dtype))
+        flagged[dtype] = fit.outlier_mask_.mean()
+        assert any(stores) == (stored32 or dtype == np.float64), (dtype, stores)
+    assert (flagged[np.float32] > 0.5) != stored32
 
 
 def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkeypatch):

@@ -652,11 +652,13 @@ def _moves(new, old):
 
 
 @njit(nogil=True, cache=True)
-def _settled_share(Xs, sq, M, mm, drift):
+def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf):
     """The share of the rows of ``Xs`` that Elkan's test would settle after each
     centre m_c moved by ``drift[c]``, with exact bounds: every other centre
     stays farther than the nearest one after both have moved (one compiled
-    loop: as NumPy expressions, 180 microseconds a pass)."""
+    loop: as NumPy expressions, 180 microseconds a pass); with ``reach_max``,
+    only the rows whose distance to the nearest centre, plus its drift, stays
+    within it count."""
     C = M.shape[0]
     G = np.dot(Xs, np.ascontiguousarray(M.T))
     D = np.empty(C)
@@ -668,7 +670,7 @@ def _settled_share(Xs, sq, M, mm, drift):
             if D[c] < D[a]:
                 a = c
         reach = D[a] + drift[a]
-        ok = True
+        ok = reach <= reach_max
         for c in range(C):
             if c != a and D[c] - drift[c] < reach:
                 ok = False
@@ -751,13 +753,15 @@ class Bounds:
             self.last_move = float(_moves(centers, self.last).max())
         self.last = centers.copy()
 
-    def worth_storing(self, centers, mm):
+    def worth_storing(self, centers, mm, reach_max=np.inf):
         """Whether bounds stored at ``centers`` would settle at least
         ``STORE_MIN_SETTLED`` of the probe rows at the next pass, if the
         centres move by then as they did since the last pass, scaled by how
         that move compares with the one before (the moves shrink as a run
         converges).  Storing costs most of a pass more than a plain one: while
         the centres still move far, the next pass would settle few rows.
+        With ``reach_max`` (the O-step's threshold), only rows that stay
+        inliers count: those the running sums can hold unread.
         """
         if self.probe is None:
             return True
@@ -768,7 +772,7 @@ class Bounds:
         if self.last_move and top < self.last_move:
             drift = drift * (top / self.last_move)
         Xs, sq = self.probe
-        return _settled_share(Xs, sq, centers, mm, drift) >= STORE_MIN_SETTLED
+        return _settled_share(Xs, sq, centers, mm, drift, reach_max) >= STORE_MIN_SETTLED
 
     def record(self, restart):
         """Note this pass's ``cum``; return, for each earlier pass t, how far the
@@ -930,9 +934,15 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
             if (bounds.cum.max() <= RESET_DRIFT * bounds.scale
                     and bounds.passes < MAX_HISTORY):
                 bounds_mode = _USE_BOUNDS
-        if bounds_mode == _STORE_BOUNDS and not (store and bounds.worth_storing(M64, mm)):
+        # in float32 a BLAS product row costs little more than a settled
+        # row's bookkeeping: the bounds pay by the inliers that the running
+        # sums hold unread, not by the products they save (an outlier is read
+        # at every pass); in float64 the products pay too
+        reach_max = tau0 if X.dtype == np.float32 else np.inf
+        if bounds_mode == _STORE_BOUNDS and not (
+                store and bounds.worth_storing(M64, mm, reach_max)):
             # too few passes left to repay the storing, or the next pass
-            # would settle few rows: a plain pass
+            # would settle (float32: hold unread) few rows: a plain pass
             bounds.centers = None
             bounds_mode, bounds = _NO_BOUNDS, None
     if bounds is not None:
