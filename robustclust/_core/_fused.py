@@ -29,7 +29,12 @@ and a pass late in a run reads little more than its outliers' rows and those
 near a boundary.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
-per row.  From ``PARALLEL_MIN_ROWS`` rows on, the rows are split into
+per row; in a pass without bounds, the rows whose previous label is their
+nearest centre (most of them) take one path for inlier and outlier
+(:func:`_common_rows`).  A run stores the bounds only when
+``STORE_MIN_PASSES_LEFT`` passes may follow and a probe of the rows predicts
+that most will settle (in float32: settle and stay inliers).  From
+``PARALLEL_MIN_ROWS`` rows on, the rows are split into
 ``BLOCKS_PER_THREAD`` blocks per thread, which a few Python threads (the
 calling one among them) take in turn and run through the compiled GIL-free
 kernel, each block with its own sums (added in block order: the result does
@@ -332,6 +337,17 @@ def _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, n
         stamp[i] = now
 
 
+@njit(nogil=True, cache=True)
+def _shift2(X, i, s, s0, M64, l, M_old, l0):
+    """||o_n - o_n'||^2 of one point for the stopping rule's ||O_t - O_{t-1}||_F:
+    o = s (x - m_l) now, o' = s0 (x - m'_l0) at the previous iterate."""
+    diff2 = 0.0
+    for j in range(X.shape[1]):
+        dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[l0, j]
+        diff2 += dj * dj
+    return diff2
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_weight, mm, MM,
                  sep, M64, lam, tau0, need_shift, old_shrink, old_ref, M_old,
@@ -400,12 +416,7 @@ def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
         if need_shift:
             s0 = old_shrink[i]
             if s > 0.0 or s0 > 0.0:
-                lo_ = old_ref[i]
-                diff2 = 0.0
-                for j in range(p):
-                    dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
-                    diff2 += dj * dj
-                t_shift += diff2
+                t_shift += _shift2(X, i, s, s0, M64, l, M_old, old_ref[i])
     tot[0] += t_shift
     tot[1] += t_onorm
     tot[2] += t_obj
@@ -623,12 +634,7 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
             if need_shift:
                 s0 = old_shrink[i]
                 if s > 0.0 or s0 > 0.0:
-                    lo_ = old_ref[i]
-                    diff2 = 0.0
-                    for j in range(p):
-                        dj = (s - s0) * X[i, j] - s * M64[l, j] + s0 * M_old[lo_, j]
-                        diff2 += dj * dj
-                    t_shift += diff2
+                    t_shift += _shift2(X, i, s, s0, M64, l, M_old, old_ref[i])
     acc[0] += t_shift + tot[0]
     acc[1] += t_onorm + tot[1]
     acc[2] += t_obj + tot[2]
