@@ -105,6 +105,25 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
 
 
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 13), C=st.integers(1, 7),
+       levels=st.sampled_from([3, 1000]), dtype=st.sampled_from([np.float32, np.float64]))
+def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype):
+    # four rows at a time, then the rest one by one: each row's answer is
+    # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
+    # (few levels: many ties), and ||m||^2 - 2 <x, m> for it in float64
+    rng = np.random.default_rng(seed)
+    G = (rng.integers(levels, size=(m, C)) / 4.0).astype(dtype)
+    half = (rng.integers(levels, size=C) / 8.0).astype(dtype)
+    mm = rng.random(C)
+    low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
+    fused_module._nearest_rows(G, half, mm, low, nearest)
+    expected = np.argmax(G - half, axis=1)  # numpy's argmax: the first of equals
+    np.testing.assert_array_equal(nearest, expected)
+    rows = np.arange(m)
+    np.testing.assert_array_equal(low, mm[expected] - 2.0 * G[rows, expected].astype(np.float64))
+
+
 def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):
     """The O-step, U-step, next centre sums and outlier shift, written out per point."""
     X, M = X.astype(np.float64), M.astype(np.float64)
