@@ -29,9 +29,9 @@ and a pass late in a run reads little more than its outliers' rows and those
 near a boundary.  These are the same formulas as
 :class:`~robustclust._core.geometry.Products` and
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
-per row; in a pass without bounds, the rows whose previous label is their
-nearest centre (most of them) take one path for inlier and outlier
-(:func:`_common_rows`).  A run stores the bounds only when
+per row; in a pass without bounds with the convex penalty and the IRLS
+centre step, the rows whose previous label is their nearest centre (most of
+them) take one path for inlier and outlier (:func:`_common_rows`).  A run stores the bounds only when
 ``STORE_MIN_PASSES_LEFT`` passes may follow and a probe of the rows predicts
 that most will settle (in float32: settle and stay inliers).  From
 ``PARALLEL_MIN_ROWS`` rows on, the rows are split into
@@ -396,7 +396,8 @@ def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
     """The common rows of a chunk of a plain pass (every row through the BLAS
     call; convex group penalty, IRLS centre step, no running sums): those
     whose previous label l is their nearest centre.  An outlier's U-step then
-    keeps l when s sep_l > 0, and inlier and outlier differ only in numbers
+    keeps l when s sep_l exceeds a rounding margin (else the row is left to
+    the general loop), and inlier and outlier differ only in numbers
     (IRLS weight a = t = 1 - s, with s = 0 for an inlier; the objective term
     t^2 ... + lam ||o|| or the squared distance, chosen by value), so the
     rows take one path instead of a branch that, with 40% of the rows
@@ -439,7 +440,7 @@ def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
             continue
         w = sample_weight[i]
         t = 1.0 - s
-        sz = s * r_
+        sz = s * r_ if over else 0.0  # (0 inf is NaN: a row at infinite distance, tau0 = inf)
         best = max(t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
                    - 2.0 * t * gl - 2.0 * s * MM[l, l] + mm[l], 0.0)
         t_obj += w * ((best + lam * sz) if over else max(xx + lowr, 0.0))
@@ -808,7 +809,10 @@ class Bounds:
         converges).  Storing costs most of a pass more than a plain one: while
         the centres still move far, the next pass would settle few rows.
         With ``reach_max`` (the O-step's threshold), only rows that stay
-        inliers count: those the running sums can hold unread.
+        inliers count: those the running sums can hold unread.  For the log
+        penalty that is the threshold of a row without previous outlier;
+        rows already flagged have a lower one, so there the prediction is
+        optimistic.
         """
         if self.probe is None:
             return True
