@@ -57,6 +57,20 @@ def test_fused_path_equals_numpy_path(monkeypatch, penalty):
     assert fused.n_outliers_ > 0
 
 
+@pytest.mark.parametrize("lam", [0.0, 1e-3])
+def test_fused_path_equals_numpy_path_when_every_point_is_flagged(monkeypatch, lam):
+    # lam = 0: s = 1 and IRLS weight 0 for every row of the common path (the
+    # centre step then has no weight), as in the NumPy path
+    X = np.random.default_rng(0).normal(size=(3000, 12))
+    fused = RobustKMeans(4, lam=lam, random_state=0, n_init=2).fit(X)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
+    plain = RobustKMeans(4, lam=lam, random_state=0, n_init=2).fit(X)
+    assert fused.n_outliers_ == plain.n_outliers_ == len(X)
+    np.testing.assert_array_equal(fused.labels_, plain.labels_)
+    np.testing.assert_allclose(fused.cluster_centers_, plain.cluster_centers_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fused.objective_history_, plain.objective_history_, rtol=1e-9)
+
+
 def test_fused_path_is_kmeans_at_infinite_lambda():
     X = _large(2)
     init = X[300:304]
