@@ -67,7 +67,8 @@ def test_fused_path_equals_numpy_path_when_every_point_is_flagged(monkeypatch, l
     plain = RobustKMeans(4, lam=lam, random_state=0, n_init=2).fit(X)
     assert fused.n_outliers_ == plain.n_outliers_ == len(X)
     np.testing.assert_array_equal(fused.labels_, plain.labels_)
-    np.testing.assert_allclose(fused.cluster_centers_, plain.cluster_centers_, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fused.cluster_centers_, plain.cluster_centers_, rtol=1e-9,
+                               atol=1e-9)
     np.testing.assert_allclose(fused.objective_history_, plain.objective_history_, rtol=1e-9)
 
 

@@ -31,9 +31,10 @@ near a boundary.  These are the same formulas as
 :class:`~robustclust._core.models.KMeansModel` (which the tests check), written
 per row; in a pass without bounds with the convex penalty and the IRLS
 centre step, the rows whose previous label is their nearest centre (most of
-them) take one path for inlier and outlier (:func:`_common_rows`).  A run stores the bounds only when
-``STORE_MIN_PASSES_LEFT`` passes may follow and a probe of the rows predicts
-that most will settle (in float32: settle and stay inliers).  From
+them) take one path for inlier and outlier (:func:`_common_rows`).  A run
+stores the bounds only when ``STORE_MIN_PASSES_LEFT`` passes may follow and
+a probe of the rows predicts that most will settle (in float32: settle and
+stay inliers).  From
 ``PARALLEL_MIN_ROWS`` rows on, the rows are split into
 ``BLOCKS_PER_THREAD`` blocks per thread, which a few Python threads (the
 calling one among them) take in turn and run through the compiled GIL-free
@@ -294,7 +295,7 @@ def _nearest_rows(G, half, mm, low, nearest):
     Four rows at a time: each row's search is a chain of dependent
     max-and-select steps (one per centre, a few cycles each), and four
     independent chains keep the processor busy (15-20% less time than one
-    row at a time, 4% less for a whole fit, the same labels).
+    row at a time, 4-5% less for a whole fit, the same labels).
     """
     C = G.shape[1]
     m = G.shape[0]
