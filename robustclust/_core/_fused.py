@@ -391,75 +391,93 @@ def _shift2(X, i, s, s0, M64, l, M_old, l0):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms, sample_weight, mm, MM,
-                 sep, M64, lam, tau0, need_shift, old_shrink, old_ref, M_old,
+def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_weight, mm, sep,
+                 M64, lam, tau0, need_shift, old_shrink, old_ref, M_old,
                  labels, ref, shrink, size, sums, weights, costs, rest, tot):
-    """The common rows of a chunk of a plain pass (every row through the BLAS
-    call; convex group penalty, IRLS centre step, no running sums): those
-    whose previous label l is their nearest centre.  An outlier's U-step then
-    keeps l when s sep_l exceeds a rounding margin (else the row is left to
-    the general loop), and inlier and outlier differ only in numbers
-    (IRLS weight a = t = 1 - s, with s = 0 for an inlier; the objective term
-    t^2 ... + lam ||o|| or the squared distance, chosen by value), so the
-    rows take one path instead of a branch that, with 40% of the rows
-    flagged, the processor mispredicted for one row in three (a plain pass
-    6-10% faster, single thread).  The arithmetic of :func:`_hard_block`'s
-    loop, which takes the other rows (listed in ``rest``; their number is
-    returned); ``tot`` adds the shift^2, ||O||^2 and objective terms
-    (per chunk, so those sums are reassociated to rounding).  The numpy
-    error model: the one division's operand is 1 where it is not used."""
+    """The common rows of a chunk of ``m`` rows of a plain pass (every row
+    through the BLAS call; convex group penalty, IRLS centre step, no running
+    sums): those whose previous label l is their nearest centre.
+
+    Two loops.  The first computes every row's numbers from contiguous
+    per-row arrays, with no branch and no gather, so that the compiler
+    vectorizes it (square roots and divisions four rows at a time): ||r||^2
+    = ||x||^2 + (||m_l||^2 - 2 <x, m_l>), the O-step's s = 1 - tau0 / ||r||
+    when ||r|| > tau0, else 0 (inlier and outlier differ only by value), the
+    IRLS weight w t with t = 1 - s (= tau0 / ||r|| for an outlier), and the
+    objective term: t^2 ||r||^2 + lam ||o|| for an outlier (its
+    ||y - m_l||^2, y = x - o = m_l + t r), ||r||^2 for an inlier.  The
+    second adds them up row by row (the labels, s and ||o|| written where
+    they changed, the centre sums, the shift); it leaves to
+    :func:`_hard_block`'s loop (listed in ``rest``; their number is
+    returned) the rows whose label is not their nearest centre and the
+    outliers whose U-step needs more than l's margin (s sep_l above a
+    rounding margin keeps l).  One row at a time, with the O-step's division
+    on the path of a branch that the processor mispredicted for one row in
+    three at 40% flagged, a plain pass took 12-15% longer (single thread).
+    ``tot`` adds the shift^2, ||O||^2 and objective terms (per chunk, so
+    those sums are reassociated to rounding; ||r||^2 is rounded as the
+    nearest-centre search's, the objective term as t^2 ||r||^2: both differ
+    from :func:`_hard_block`'s expressions by rounding only).  The numpy
+    error model: a lane that is not used may divide by zero."""
     p = X.shape[1]
-    n_rest = 0
-    t_shift = t_onorm = t_obj = 0.0
     tt = tau0 * tau0
-    for k in range(G.shape[0]):
-        i = lo + k
-        arg = nearest[k]
-        lowr = low[k]
-        if mode == 1:
-            l = arg
-            ref[i] = l
-        else:
-            l = prev_labels[i]
-        xx = sq_norms[i]
-        if costs.shape[0]:
-            costs[i] = max(xx + lowr, 0.0)
-        if l != arg:
-            rest[n_rest] = k
-            n_rest += 1
-            continue
-        gl = G[k, l]
-        r2 = xx + mm[l] - 2.0 * gl
-        if r2 < 0.0:
-            r2 = 0.0
+    xxs = sq_norms[lo:lo + m]
+    ws = sample_weight[lo:lo + m]
+    prevs = prev_labels[lo:lo + m]
+    # per row: s, ||o||, IRLS weight, objective term; and 0 (not a common
+    # row), 1 (a common inlier) or 2 (a common outlier)
+    num = np.empty((4, m))
+    code = np.empty(m, dtype=np.int8)
+    for k in range(m):
+        a = nearest[k]
+        common = (a if mode == 1 else prevs[k]) == a
+        r2 = xxs[k] + low[k]
+        r2 = 0.0 if r2 < 0.0 else r2
         over = r2 > tt
         r_ = math.sqrt(r2)
-        s = (1.0 - tau0 / (r_ if over else 1.0)) if over else 0.0
-        if over & (not s * sep[l] > 1e-12 * (xx + mm[l])):
+        s = (1.0 - tau0 / r_) if over else 0.0
+        t = 1.0 - s
+        sz = s * r_ if over else 0.0  # (0 inf is NaN: a row at infinite distance, tau0 = inf)
+        num[0, k] = s
+        num[1, k] = sz
+        num[2, k] = ws[k] * t
+        num[3, k] = ws[k] * ((t * t * r2 + lam * sz) if over else r2)
+        code[k] = common + common * over
+    if costs.shape[0]:
+        for k in range(m):
+            costs[lo + k] = max(xxs[k] + low[k], 0.0)
+    if mode == 1:
+        for k in range(m):
+            ref[lo + k] = nearest[k]
+    n_rest = 0
+    t_shift = t_onorm = t_obj = 0.0
+    for k in range(m):
+        arg = nearest[k]
+        s = num[0, k]
+        c = code[k]
+        # (no short circuit: one branch, almost never taken)
+        if (c == 0) | ((c == 2) & (not s * sep[arg] > 1e-12 * (xxs[k] + mm[arg]))):
             rest[n_rest] = k
             n_rest += 1
             continue
-        w = sample_weight[i]
-        t = 1.0 - s
-        sz = s * r_ if over else 0.0  # (0 inf is NaN: a row at infinite distance, tau0 = inf)
-        best = max(t * t * xx + 2.0 * t * s * gl + s * s * MM[l, l]
-                   - 2.0 * t * gl - 2.0 * s * MM[l, l] + mm[l], 0.0)
-        t_obj += w * ((best + lam * sz) if over else max(xx + lowr, 0.0))
+        i = lo + k
+        sz = num[1, k]
         if labels[i] != arg:
             labels[i] = arg
         if shrink[i] != s:
             shrink[i] = s
         if size[i] != sz:
             size[i] = sz
+        t_obj += num[3, k]
         t_onorm += sz * sz
-        wa = w * t
+        wa = num[2, k]
         weights[arg] += wa
         for j in range(p):
             sums[arg, j] += wa * X[i, j]
         if need_shift:
             s0 = old_shrink[i]
             if s > 0.0 or s0 > 0.0:
-                t_shift += _shift2(X, i, s, s0, M64, l, M_old, old_ref[i])
+                t_shift += _shift2(X, i, s, s0, M64, arg, M_old, old_ref[i])
     tot[0] += t_shift
     tot[1] += t_onorm
     tot[2] += t_obj
@@ -548,8 +566,8 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
                               near, L, lmin, stamp)
         rows = todo
         if simple and nf > 0:
-            ntodo = _common_rows(X, G, nearest, low, lo, mode, prev_labels, sq_norms,
-                                 sample_weight, mm, MM, sep, M64, lam, tau0, need_shift,
+            ntodo = _common_rows(X, nf, nearest, low, lo, mode, prev_labels, sq_norms,
+                                 sample_weight, mm, sep, M64, lam, tau0, need_shift,
                                  old_shrink, old_ref, M_old, labels, ref, shrink, size, sums,
                                  weights, costs, rest, tot)
             rows = rest
