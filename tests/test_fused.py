@@ -696,3 +696,36 @@ def test_outlier_matrix_is_written_in_the_fits_dtype_rounded_once(dtype):
         O[i, indices[indptr[i]:indptr[i + 1]]] = data[indptr[i]:indptr[i + 1]]
     np.testing.assert_array_equal(O[index], expected)
     assert len(data) == 14 and not (data == 0).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_outlier_matrix_and_centring_written_in_blocks_of_rows(dtype, monkeypatch):
+    # with the rows split into blocks for the threads: the same entries, a zero
+    # entry in the last block dropped, and X - offset with its largest |entry|
+    from robustclust._core import _dense
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(203, 7)).astype(dtype)
+    M = rng.normal(size=(4, 7))
+    index = np.sort(rng.choice(203, 61, replace=False))
+    ref = rng.integers(4, size=61)
+    shrink = rng.uniform(0.1, 1.0, size=61)
+    X[index[-1], 3] = M[ref[-1], 3] = 0.75
+    X[17, 2] = -9.5  # the largest |X - offset|, in the first block
+    offset = X.mean(axis=0)
+    expected = (shrink[:, None] * (X[index].astype(np.float64) - M[ref]) * 2.0).astype(dtype)
+    one = _dense.outlier_csr(X, index, ref, shrink, M, 2.0, dtype)
+    Xc1, top1 = _dense.centre_with_extent(X, offset)
+    monkeypatch.setattr(_dense, "PARALLEL_ENTRIES", 1)
+    data, indices, indptr = _dense.outlier_csr(X, index, ref, shrink, M, 2.0, dtype)
+    Xc, top = _dense.centre_with_extent(X, offset)
+    for a, b in zip(one, (data, indices, indptr)):
+        np.testing.assert_array_equal(a, b)
+    assert len(data) == 61 * 7 - 1 and not (data == 0).any()
+    O = np.zeros((203, 7), dtype=dtype)
+    for i in range(203):
+        O[i, indices[indptr[i]:indptr[i + 1]]] = data[indptr[i]:indptr[i + 1]]
+    np.testing.assert_array_equal(O[index], expected)
+    np.testing.assert_array_equal(Xc, X - offset)
+    np.testing.assert_array_equal(Xc1, Xc)
+    assert top == top1 == float(np.abs(X - offset).max()) == float(abs(X[17, 2] - offset[2]))

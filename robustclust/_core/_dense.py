@@ -14,9 +14,18 @@ one pass, with results equal to the NumPy expressions they replace:
 import numpy as np
 from numba import njit
 
+from . import _fused
+
+#: Entries (of X, or of the outlier matrix) from which the rows are split into
+#: ``BLOCKS`` blocks that the hard pass's threads take in turn
+#: (:func:`~robustclust._core._fused.run_blocks`): the writes to fresh memory,
+#: a page fault per 4 kB, are most of the cost of these passes.
+PARALLEL_ENTRIES = 2 ** 18
+BLOCKS = 8
+
 
 @njit(nogil=True, cache=True)
-def _centre_rows(X, offset, out):
+def _centre_rows(X, offset, out, tops, b):
     top = 0.0
     n, p = X.shape
     for i in range(n):
@@ -26,7 +35,7 @@ def _centre_rows(X, offset, out):
             a = abs(v)
             if a > top:
                 top = a
-    return top
+    tops[b] = top
 
 
 def centre_with_extent(X, offset):
@@ -34,16 +43,23 @@ def centre_with_extent(X, offset):
 
     NaN never reaches here (validation refuses it); an infinite difference
     gives an infinite extent, which :func:`power_of_two_scale` refuses.
+    Large X is split into blocks of rows for the hard pass's threads.
     """
     out = np.empty_like(X)
     offset = np.ascontiguousarray(offset, dtype=X.dtype)
-    top = _centre_rows(X, offset, out)
-    return out, float(top)
+    n, p = X.shape
+    n_blocks = 1 if n * p < PARALLEL_ENTRIES else BLOCKS
+    edges = [n * b // n_blocks for b in range(n_blocks + 1)]
+    tops = np.zeros(n_blocks)
+    _fused.run_blocks(_centre_rows, [(X[lo:hi], offset, out[lo:hi], tops, b)
+                                     for b, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))])
+    return out, float(tops.max())
 
 
 @njit(nogil=True, cache=True)
-def _outlier_rows(X, index, ref, shrink, centers, scale, data, indices):
+def _outlier_rows(X, index, ref, shrink, centers, scale, data, indices, zeros, b):
     p = X.shape[1]
+    n_zero = 0
     for k in range(index.shape[0]):
         i = index[k]
         s = shrink[k]
@@ -52,6 +68,8 @@ def _outlier_rows(X, index, ref, shrink, centers, scale, data, indices):
         for j in range(p):
             data[base + j] = s * (X[i, j] - centers[l, j]) * scale
             indices[base + j] = j
+            n_zero += data[base + j] == 0
+    zeros[b] = n_zero
 
 
 def outlier_csr(X, index, ref, shrink, centers, scale, dtype):
@@ -68,15 +86,23 @@ def outlier_csr(X, index, ref, shrink, centers, scale, dtype):
     # once, as a float64 array's astype would (without its second array)
     data = np.empty(k * p, dtype=np.dtype(dtype))
     indices = np.empty(k * p, dtype=np.int32 if p < 2**31 else np.int64)
-    _outlier_rows(X, np.asarray(index, dtype=np.int64), np.asarray(ref, dtype=np.int64),
-                  np.asarray(shrink, dtype=np.float64),
-                  np.ascontiguousarray(centers, dtype=np.float64), float(scale), data, indices)
+    index = np.asarray(index, dtype=np.int64)
+    ref = np.asarray(ref, dtype=np.int64)
+    shrink = np.asarray(shrink, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    n_blocks = 1 if k * p < PARALLEL_ENTRIES else BLOCKS
+    edges = [k * b // n_blocks for b in range(n_blocks + 1)]
+    zeros = np.zeros(n_blocks, dtype=np.int64)
+    _fused.run_blocks(_outlier_rows, [
+        (X, index[lo:hi], ref[lo:hi], shrink[lo:hi], centers, float(scale),
+         data[lo * p:hi * p], indices[lo * p:hi * p], zeros, b)
+        for b, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))])
     counts = np.zeros(n + 1, dtype=np.int64)
-    nonzero = data != 0
-    if nonzero.all():
-        counts[np.asarray(index) + 1] = p
+    if not zeros.any():
+        counts[index + 1] = p
     else:
-        np.add.at(counts, np.asarray(index) + 1, nonzero.reshape(k, p).sum(axis=1))
+        nonzero = data != 0
+        np.add.at(counts, index + 1, nonzero.reshape(k, p).sum(axis=1))
         data, indices = data[nonzero], indices[nonzero]
     return data, indices, np.cumsum(counts)
 

@@ -705,6 +705,40 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     acc[6] += t_tested
 
 
+def run_blocks(kernel, blocks, n_threads=None):
+    """``kernel(*args)`` for each ``args`` of ``blocks``, on up to ``n_threads``
+    threads (default: the cores this process may use, at most 8), the calling
+    one among them; each thread takes the next block when it is free.
+
+    ``kernel`` is a compiled GIL-free (``nogil``) function that writes only
+    into its block's own arrays; its return values are dropped.
+    """
+    global _EXECUTOR
+    n_threads = min(_N_THREADS if n_threads is None else n_threads, len(blocks))
+    if n_threads <= 1:
+        for args in blocks:
+            kernel(*args)
+        return
+    if _EXECUTOR is None:
+        _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, _N_THREADS - 1))
+    queue = iter(blocks)
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                args = next(queue, None)
+            if args is None:
+                return
+            kernel(*args)
+
+    # the calling thread works too (one hand-over fewer)
+    futures = [_EXECUTOR.submit(work) for _ in range(n_threads - 1)]
+    work()
+    for future in futures:
+        future.result()
+
+
 def _block_zeros(n_blocks, width):
     """Zeros of shape (n_blocks, width), each block's row 64 bytes clear of the
     next one's, so that the threads never write to one cache line (false
@@ -966,7 +1000,6 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     objective sum_n w_n costs_n, computed (how many rows went through the
     BLAS call) and unread (how many rows the running sums held unchanged).
     """
-    global _EXECUTOR
     n, p = X.shape
     C = centers.shape[0]
     if n_threads is None:
@@ -1070,27 +1103,7 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
              labels, ref, shrink, size, sums[b], weights[b], acc[b],
              _NO_COSTS if costs is None else costs)
             for b in range(n_blocks)]
-    if n_blocks == 1:
-        _hard_block(*args[0])
-    else:
-        if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, _N_THREADS - 1))
-        queue = iter(args)
-        lock = threading.Lock()
-
-        def work():
-            while True:
-                with lock:
-                    block = next(queue, None)
-                if block is None:
-                    return
-                _hard_block(*block)
-
-        # the calling thread works too (one hand-over fewer)
-        futures = [_EXECUTOR.submit(work) for _ in range(n_threads - 1)]
-        work()
-        for future in futures:
-            future.result()
+    run_blocks(_hard_block, args, n_threads)
     if kept is not None:
         kept.moved(M64)
     if bounds is not None:
