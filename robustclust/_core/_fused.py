@@ -401,8 +401,8 @@ def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
     Two loops.  The first computes every row's numbers from contiguous
     per-row arrays, with no branch and no gather, so that the compiler
     vectorizes it (square roots and divisions four rows at a time): ||r||^2
-    = ||x||^2 + (||m_l||^2 - 2 <x, m_l>), the O-step's s = 1 - tau0 / ||r||
-    when ||r|| > tau0, else 0 (inlier and outlier differ only by value), the
+    = ||x||^2 + (||m_l||^2 - 2 <x, m_l>), the O-step's s and ||r|| from
+    :func:`group_shrink` (inlined: inlier and outlier differ only by value), the
     IRLS weight w t with t = 1 - s (= tau0 / ||r|| for an outlier), and the
     objective term: t^2 ||r||^2 + lam ||o|| for an outlier (its
     ||y - m_l||^2, y = x - o = m_l + t r), ||r||^2 for an inlier.  The
@@ -434,10 +434,9 @@ def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
         r2 = xxs[k] + low[k]
         r2 = 0.0 if r2 < 0.0 else r2
         over = r2 > tt
-        r_ = math.sqrt(r2)
-        s = (1.0 - tau0 / r_) if over else 0.0
+        s, r_ = group_shrink(r2, 0.0, lam, tau0, 1.0, False)  # r_ = 0 unless over
         t = 1.0 - s
-        sz = s * r_ if over else 0.0  # (0 inf is NaN: a row at infinite distance, tau0 = inf)
+        sz = s * r_
         num[0, k] = s
         num[1, k] = sz
         num[2, k] = ws[k] * t
