@@ -52,6 +52,13 @@ The fits with a target count were then changed on purpose by the new count
 search (order statistics, screened restarts): they must flag the same
 points as recorded (all 25 but one do), and the one that differs flagged
 inliers before and flags the planted outliers now.
+
+The squared row norms of dense X were then added up in float64 while X is
+centred, and the offset (the mean) in float64 (for float32 X both were
+float32 sums): ``rkm_soft_default_f32``'s three starts reach one partition
+with the clusters numbered differently, at costs equal to float32 rounding
+(1146.901005 against the recorded 1146.901019), and now another of them is
+kept; it is compared with its clusters renumbered as recorded (``PERMUTED``).
 """
 
 import sys
@@ -72,6 +79,12 @@ CHANGED = {"rkm_hard_lam0", "rpc_spherical_sparse_lam", "wrkm_hard_lam",
 #: (order statistics instead of a grid walk), so lambda (anywhere in the
 #: interval that flags s points) and the iterates differ; the flagged set must not.
 COUNT = [n for n in cases.CASES if "count" in n]
+#: Fits whose starts reach one partition with the clusters numbered
+#: differently, at costs equal to float32 rounding: which start is kept
+#: depends on the last bits of the squared norms (computed in float64 while
+#: centring X since, no longer rounded to float32), so they are compared
+#: with the recorded clusters' numbering.
+PERMUTED = {"rkm_soft_default_f32"}
 
 
 @pytest.fixture(autouse=True)
@@ -114,10 +127,26 @@ def assert_same(name, new, old, rtol):
             np.testing.assert_array_equal(b, a, err_msg=f"{name}/{key}")
 
 
+def renumbered(new, old):
+    """``new`` with its clusters numbered as in ``old`` (matched by nearest centre)."""
+    perm = np.array([int(np.argmin(((old["cluster_centers_"] - c) ** 2).sum(axis=1)))
+                     for c in new["cluster_centers_"]])
+    assert sorted(perm) == list(range(len(perm)))
+    inverse = np.argsort(perm)
+    out = dict(new)
+    out["labels_"] = np.where(new["labels_"] >= 0, perm[new["labels_"]], new["labels_"])
+    out["cluster_centers_"] = new["cluster_centers_"][inverse]
+    out["memberships_"] = new["memberships_"][:, inverse]
+    return out
+
+
 @pytest.mark.parametrize("name", [n for n in cases.ALL if n not in CHANGED and n not in COUNT])
 def test_reproduces_the_recorded_fit(name):
     rtol = 1e-5 if "f32" in name else 1e-9
-    assert_same(name, run(name), recorded(name), rtol)
+    new, old = run(name), recorded(name)
+    if name in PERMUTED:
+        new = renumbered(new, old)
+    assert_same(name, new, old, rtol)
 
 
 @pytest.mark.parametrize("name", [n for n in COUNT if n != "rpc_diag_count"])

@@ -729,3 +729,36 @@ def test_outlier_matrix_and_centring_written_in_blocks_of_rows(dtype, monkeypatc
     np.testing.assert_array_equal(Xc, X - offset)
     np.testing.assert_array_equal(Xc1, Xc)
     assert top == top1 == float(np.abs(X - offset).max()) == float(abs(X[17, 2] - offset[2]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_means_and_centring_norms_in_blocks_of_rows(dtype, monkeypatch):
+    # the offset's float64 sums and the squared norms of the centred rows that
+    # the centring pass adds up on the way: the same in one block or several,
+    # and equal to their definitions (float64 sums of the stored entries)
+    from robustclust._core import _dense
+    from robustclust._estimators.base import internal_units
+
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(203, 7)) * 3.0 + 100.0).astype(dtype)
+    exact = X.astype(np.float64).sum(axis=0) / 203
+    mean1 = _dense.column_means(X)
+    Xc1, top1, sq1 = _dense.centre_with_extent(X, mean1.astype(dtype), norms=True)
+    monkeypatch.setattr(_dense, "PARALLEL_ENTRIES", 1)
+    mean = _dense.column_means(X)
+    Xc, top, sq = _dense.centre_with_extent(X, mean1.astype(dtype), norms=True)
+    assert mean.dtype == np.float64
+    np.testing.assert_allclose(mean, exact, rtol=1e-15)
+    np.testing.assert_allclose(mean1, exact, rtol=1e-15)
+    np.testing.assert_array_equal(Xc1, Xc)
+    np.testing.assert_array_equal(sq1, sq)
+    np.testing.assert_allclose(sq, (Xc.astype(np.float64) ** 2).sum(axis=1), rtol=1e-14)
+    assert top == top1
+    # internal units hand the norms on, and drop them when X is rescaled
+    Xi, offset, scale, norms = internal_units(X, norms=True)
+    assert scale == 1.0 and offset.dtype == dtype
+    np.testing.assert_allclose(offset, exact.astype(dtype), rtol=1e-15)
+    np.testing.assert_allclose(norms, (Xi.astype(np.float64) ** 2).sum(axis=1), rtol=1e-14)
+    big = 2.0 ** (40 if dtype == np.float32 else 150)  # beyond 2^20 / 2^100: rescaled
+    Xi, offset, scale, norms = internal_units(X * dtype(big), norms=True)
+    assert scale != 1.0 and norms is None

@@ -186,11 +186,14 @@ class LinearGeometry:
     ----------
     X : array or CSR matrix of shape (n_samples, n_features)
         The data, already centred and scaled by the estimator.
+    sq_norms : ndarray of shape (n_samples,), optional
+        The squared row norms of X (float64), where the estimator computed
+        them while centring X (NumPy X only); else they are computed here.
     """
 
     kernel = False
 
-    def __init__(self, X):
+    def __init__(self, X, sq_norms=None):
         self.X = X
         self.sparse = sp.issparse(X)
         self.xp, self.is_numpy = namespace(X)
@@ -198,7 +201,9 @@ class LinearGeometry:
         self.feature_dim = self.dim
         self.dtype = X.dtype
         xp = self.xp
-        if self.is_numpy:
+        if self.is_numpy and sq_norms is not None:
+            self.sq_norms = np.asarray(sq_norms, dtype=np.float64)
+        elif self.is_numpy:
             self.sq_norms = row_norms(X, squared=True).astype(np.float64)
         else:
             self.sq_norms = rowdot(X, X, xp)

@@ -52,7 +52,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._core._dense import centre_with_extent
+from .._core._dense import centre_with_extent, column_means
 from .._core.backend import asarray, colsum, namespace, to_numpy
 from .._core.noise import MAX_FEATURES, default_count
 from .._core.refine import refine_fit
@@ -172,27 +172,35 @@ def check_outlier_params(estimator, n_samples, n_clusters):
     return s
 
 
-def internal_units(X, offset=None, scale=None):
+def internal_units(X, offset=None, scale=None, norms=False):
     """(X in internal units, offset, scale): see the module docstring.
 
     Dense X is centred (a copy); sparse X is not (centring would densify it).
     With ``offset`` and ``scale`` given (new points), those are applied.
+    With ``norms``, a fourth item: the squared row norms of the result
+    (float64) where the centring pass computed them on the way, else None.
     """
     xp, is_numpy = namespace(X)
     float32 = X.dtype == (np.float32 if is_numpy else xp.float32)
+    sq = None
     if sp.issparse(X):
         offset = np.zeros(X.shape[1], dtype=X.dtype) if offset is None else offset
         if scale is None:
             values = np.abs(X.data)
             top = float(values.max()) if X.nnz else 0.0
             scale = power_of_two_scale(top, _typical(values), float32)
-        return (X if scale == 1.0 else _divide(X, scale)), offset, scale
+        Xs = X if scale == 1.0 else _divide(X, scale)
+        return (Xs, offset, scale, None) if norms else (Xs, offset, scale)
     top = None
     if offset is None:
-        offset = xp.mean(X, axis=0) if is_numpy else \
-            xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
+        if not is_numpy:
+            offset = xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
+        elif X.flags.c_contiguous and X.shape[0] > 0:
+            offset = column_means(X).astype(X.dtype)
+        else:
+            offset = xp.mean(X, axis=0)
         if is_numpy and X.shape[0] > 1:
-            offset, Xc, top = _robust_offset(X, offset)
+            offset, Xc, top, sq = _robust_offset(X, offset)
         else:
             Xc = X - offset
     else:
@@ -204,7 +212,8 @@ def internal_units(X, offset=None, scale=None):
         scale = power_of_two_scale(top, _typical(np.abs(sample)), float32)
     if scale != 1.0:
         Xc = _divide(Xc, scale)
-    return Xc, offset, scale
+        sq = None
+    return (Xc, offset, scale, sq) if norms else (Xc, offset, scale)
 
 
 def _divide(X, scale):
@@ -231,7 +240,8 @@ def _robust_offset(X, mean):
     wipes out their digits.  The coordinate-wise median stays with the bulk.
     The mean is kept unless it lies more than 2^20 spreads (median absolute
     deviation, on a sample of rows) from the median.  Returns (offset,
-    centred X, max |centred X|), the last two from one pass over X.
+    centred X, max |centred X|, squared row norms of the centred X or None),
+    the last three from one pass over X (C-contiguous X).
     """
     sample = X[:: max(1, X.shape[0] // 1000)]
     med = np.median(sample, axis=0)
@@ -243,10 +253,9 @@ def _robust_offset(X, mean):
     if far.any() or not np.all(np.isfinite(mean)):
         offset = np.median(X, axis=0).astype(X.dtype)
     if X.flags.c_contiguous:
-        Xc, top = centre_with_extent(X, offset)
-        return offset, Xc, top
+        return (offset, *centre_with_extent(X, offset, norms=True))
     Xc = X - offset
-    return offset, Xc, float(np.abs(Xc).max())
+    return offset, Xc, float(np.abs(Xc).max()), None
 
 
 def power_of_two_scale(top, typical, float32=False):

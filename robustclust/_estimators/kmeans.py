@@ -400,8 +400,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             self._n_init = 1
 
     def _make_geometry(self, X, sample_weight):
-        Xi, self._offset, self._scale = internal_units(X)
-        return LinearGeometry(Xi), {"offset": self._offset, "scale": self._scale,
+        Xi, self._offset, self._scale, sq_norms = internal_units(X, norms=True)
+        return LinearGeometry(Xi, sq_norms), {"offset": self._offset, "scale": self._scale,
                                     "lambda_unit": self._scale,
                                     "objective_unit": self._scale * self._scale}
 
