@@ -759,6 +759,10 @@ def test_column_means_and_centring_norms_in_blocks_of_rows(dtype, monkeypatch):
     assert scale == 1.0 and offset.dtype == dtype
     np.testing.assert_allclose(offset, exact.astype(dtype), rtol=1e-15)
     np.testing.assert_allclose(norms, (Xi.astype(np.float64) ** 2).sum(axis=1), rtol=1e-14)
+    # the same offset and rows whatever X's memory layout
+    Xf, offset_f, _ = internal_units(np.asfortranarray(X))
+    np.testing.assert_array_equal(offset_f, offset)
+    np.testing.assert_array_equal(Xf, Xi)
     big = 2.0 ** (40 if dtype == np.float32 else 150)  # beyond 2^20 / 2^100: rescaled
     Xi, offset, scale, norms = internal_units(X * dtype(big), norms=True)
     assert scale != 1.0 and norms is None

@@ -41,7 +41,7 @@ def _column_sums(X, sums):
 
 
 def column_means(X):
-    """The mean of the rows of a C-contiguous NumPy X, as float64.
+    """The mean of the rows of a NumPy X, as float64 (the same for any memory layout).
 
     Each block of rows is added up in float64 on the hard pass's threads (NumPy's
     mean of float32 adds in float32, one thread: 6.6 ms for 200,000 x 32).

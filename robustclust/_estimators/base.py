@@ -195,12 +195,12 @@ def internal_units(X, offset=None, scale=None, norms=False):
     if offset is None:
         if not is_numpy:
             offset = xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
-        elif X.flags.c_contiguous and X.shape[0] > 0:
+        elif X.shape[0] > 0:
             offset = column_means(X).astype(X.dtype)
         else:
             offset = xp.mean(X, axis=0)
         if is_numpy and X.shape[0] > 1:
-            offset, Xc, top, sq = _robust_offset(X, offset)
+            offset, Xc, top, sq = _robust_offset(X, offset, norms)
         else:
             Xc = X - offset
     else:
@@ -232,7 +232,7 @@ def _typical(magnitudes):
     return float(np.median(nonzero)) if nonzero.size else 0.0
 
 
-def _robust_offset(X, mean):
+def _robust_offset(X, mean, norms=False):
     """The median instead of the mean when a few huge values dominate the mean.
 
     Subtracting an offset rounds each coordinate to eps |offset|; the mean of
@@ -241,7 +241,8 @@ def _robust_offset(X, mean):
     The mean is kept unless it lies more than 2^20 spreads (median absolute
     deviation, on a sample of rows) from the median.  Returns (offset,
     centred X, max |centred X|, squared row norms of the centred X or None),
-    the last three from one pass over X (C-contiguous X).
+    the last three from one pass over X (the norms with ``norms``, for a
+    C-contiguous X).
     """
     sample = X[:: max(1, X.shape[0] // 1000)]
     med = np.median(sample, axis=0)
@@ -253,7 +254,9 @@ def _robust_offset(X, mean):
     if far.any() or not np.all(np.isfinite(mean)):
         offset = np.median(X, axis=0).astype(X.dtype)
     if X.flags.c_contiguous:
-        return (offset, *centre_with_extent(X, offset, norms=True))
+        if norms:
+            return (offset, *centre_with_extent(X, offset, norms=True))
+        return (offset, *centre_with_extent(X, offset), None)
     Xc = X - offset
     return offset, Xc, float(np.abs(Xc).max()), None
 
