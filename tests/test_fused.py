@@ -766,3 +766,25 @@ def test_column_means_and_centring_norms_in_blocks_of_rows(dtype, monkeypatch):
     big = 2.0 ** (40 if dtype == np.float32 else 150)  # beyond 2^20 / 2^100: rescaled
     Xi, offset, scale, norms = internal_units(X * dtype(big), norms=True)
     assert scale != 1.0 and norms is None
+
+
+def test_chunk_rows_hold_256_kb_of_x_within_256_and_1024_rows():
+    # the BLAS product's rows: 256 kB of X, never fewer rows than scikit-learn's
+    # 256 nor more than 1,024; a pass with the default chunks equals one with 256
+    rows = fused_module.chunk_rows_for
+    assert rows(np.empty((0, 32), dtype=np.float32)) == 1024
+    assert rows(np.empty((0, 32), dtype=np.float64)) == 1024
+    assert rows(np.empty((0, 64), dtype=np.float64)) == 512
+    assert rows(np.empty((0, 256), dtype=np.float32)) == 256
+    assert rows(np.empty((0, 4096), dtype=np.float64)) == 256
+    X = _large(p=40)
+    sq = (X ** 2).sum(axis=1)
+    w = np.ones(len(X))
+    M = X[:4].copy()
+    prev = np.zeros(len(X), dtype=np.intp)
+    a = hard_pass(X, M, sq, w, prev, lam=10.0, tau0=5.0, nearest=True)
+    b = hard_pass(X, M, sq, w, prev, lam=10.0, tau0=5.0, nearest=True, chunk_rows=256)
+    np.testing.assert_array_equal(a["labels"], b["labels"])
+    np.testing.assert_array_equal(a["shrink"], b["shrink"])
+    np.testing.assert_allclose(a["sums"], b["sums"], rtol=1e-12)
+    assert a["objective"] == pytest.approx(b["objective"], rel=1e-12)
