@@ -3,9 +3,11 @@
 A fit of hard K-means costs about ten passes over X; the passes around the
 iterations (centring a copy, finding its extent, writing the outlier matrix)
 used to take three or four more as separate NumPy calls.  These do each in
-one pass, with results equal to the NumPy expressions they replace:
+one pass, with results equal to the NumPy expressions they replace (except
+the mean, whose sums are float64 where NumPy's mean of float32 X adds in
+float32):
 
-* :func:`column_means`: the mean of X's rows (sums in float64);
+* :func:`column_means`: the mean of X's rows;
 * :func:`centre_with_extent`: ``X - offset``, ``max |X - offset|`` and,
   on request, the rows' squared norms;
 * :func:`outlier_csr`: the rows ``s_n (x_n - m_l)`` of the flagged points as
