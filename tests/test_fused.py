@@ -126,13 +126,19 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
 def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype):
     # four rows at a time, then the rest one by one: each row's answer is
     # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
-    # (few levels: many ties), and ||m||^2 - 2 <x, m> for it in float64
+    # (few levels: many ties), and ||m||^2 - 2 <x, m> for it in float64; the
+    # same with the rows of another array prefetched meanwhile
     rng = np.random.default_rng(seed)
     G = (rng.integers(levels, size=(m, C)) / 4.0).astype(dtype)
     half = (rng.integers(levels, size=C) / 8.0).astype(dtype)
     mm = rng.random(C)
     low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
-    fused_module._nearest_rows(G, half, mm, low, nearest)
+    fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
+    ahead = rng.random((m + 5, 3)).astype(dtype)
+    low2, nearest2 = np.empty(m), np.empty(m, dtype=np.intp)
+    fused_module._nearest_rows(G, half, mm, low2, nearest2, ahead, 2, m + 5)
+    np.testing.assert_array_equal(nearest2, nearest)
+    np.testing.assert_array_equal(low2, low)
     expected = np.argmax(G - half, axis=1)  # numpy's argmax: the first of equals
     np.testing.assert_array_equal(nearest, expected)
     rows = np.arange(m)

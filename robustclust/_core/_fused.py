@@ -51,7 +51,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .state import Outliers, State
 
@@ -80,6 +83,9 @@ CHUNK_ROWS_MAX = 1024
 CHUNK_BYTES = 2 ** 18
 #: Blocks of rows per thread in a parallel pass (see :func:`hard_pass`).
 BLOCKS_PER_THREAD = 4
+#: Most bytes of X per chunk for which a plain pass asks for the next chunk's
+#: rows while it works on this one's products (:func:`_prefetch_rows`).
+PREFETCH_MAX_BYTES = 2 ** 19
 
 _N_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                         else (os.cpu_count() or 1)))
@@ -97,6 +103,49 @@ def _row_dot(X, i, M, c):
     for j in range(X.shape[1]):
         acc += X[i, j] * M[c, j]
     return acc
+
+
+@intrinsic
+def _prefetch(typingctx, X, offset):
+    """Ask the processor to bring the cache line at byte ``offset`` of the
+    C-contiguous array ``X``'s data into its caches (LLVM's prefetch for a
+    read, kept in every level; a hint: nothing is read, no fault is raised)."""
+    if not (isinstance(X, types.Array) and isinstance(offset, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        if signature.args[0].layout != "C":
+            return context.get_dummy_value()  # no byte offsets to speak of: no hint
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        byte = ir.IntType(8)
+        ptr = builder.gep(builder.bitcast(ary.data, byte.as_pointer()), [args[1]])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        name = "llvm.prefetch.p0" if getattr(ptr.type, "is_opaque", False) else "llvm.prefetch.p0i8"
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        # read (0), keep in all levels (3), data cache (1)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(X, offset), codegen
+
+
+@njit(nogil=True, cache=True)
+def _prefetch_rows(X, lo, hi):
+    """Prefetch rows lo:hi of a C-contiguous X, one request per 64-byte line.
+
+    A plain pass reads X once, a chunk at a time, and the BLAS call of a
+    chunk waited for its rows to come from memory.  :func:`_nearest_rows`
+    asks for the next chunk's rows, four with every four rows it searches, so
+    that they arrive while this chunk is searched and added up (the requests
+    spread over the search: all at once after the BLAS call, they waited for
+    free line-fill buffers).  Measured single-threaded on bench_kmeans's data
+    (a late plain pass, the cache flushed between calls): 7-18% less time,
+    the same results.
+    """
+    row = X.shape[1] * X.itemsize
+    for off in range(lo * row, hi * row, 64):
+        _prefetch(X, off)
 
 
 @njit(nogil=True, cache=True)
@@ -290,7 +339,7 @@ def _open_rows(X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, k
 
 
 @njit(nogil=True, cache=True)
-def _nearest_rows(G, half, mm, low, nearest):
+def _nearest_rows(G, half, mm, low, nearest, X, pf_lo, pf_hi):
     """For each row k of G = X_chunk M^T, the nearest centre (the first of
     equals) and ||m_c||^2 - 2 <x, m_c> for it (float64).
 
@@ -302,12 +351,17 @@ def _nearest_rows(G, half, mm, low, nearest):
     Four rows at a time: each row's search is a chain of dependent
     max-and-select steps (one per centre, a few cycles each), and four
     independent chains keep the processor busy (15-20% less time than one
-    row at a time, 4-5% less for a whole fit, the same labels).
+    row at a time, 4-5% less for a whole fit, the same labels).  With each
+    four rows, four rows ``pf_lo``, ``pf_lo`` + 1, ... (below ``pf_hi``) of
+    ``X`` are prefetched (:func:`_prefetch_rows`; none when ``pf_hi`` <=
+    ``pf_lo``).
     """
     C = G.shape[1]
     m = G.shape[0]
     k = 0
     while k + 4 <= m:
+        if pf_lo + k < pf_hi:
+            _prefetch_rows(X, pf_lo + k, min(pf_lo + k + 4, pf_hi))
         h = half[0]
         b0 = G[k, 0] - h
         b1 = G[k + 1, 0] - h
@@ -534,6 +588,9 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     buf = np.empty((chunk_rows, C), dtype=X.dtype)
     half = (0.5 * mm).astype(X.dtype)
     xbuf = np.empty((chunk_rows if bounds_mode == 2 else 0, p), dtype=X.dtype)
+    # in a plain pass, the next chunk's rows are asked for early (those of a
+    # pass with bounds are gathered, see _open_rows)
+    prefetch = bounds_mode == 0 and chunk_rows * p * X.itemsize <= PREFETCH_MAX_BYTES
     low = np.empty(chunk_rows)
     nearest = np.empty(chunk_rows, dtype=np.intp)
     dist = np.empty(C)
@@ -566,7 +623,10 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
         G = buf[:nf]
         if nf > 0:
             np.dot(Xc, centers_t, G)
-            _nearest_rows(G, half, mm, low, nearest)
+            if prefetch:
+                _nearest_rows(G, half, mm, low, nearest, X, hi, min(stop, hi + chunk_rows))
+            else:
+                _nearest_rows(G, half, mm, low, nearest, X, 0, 0)
             if bounds_mode != 0:
                 _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
                               near, L, lmin, stamp)
