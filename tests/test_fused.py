@@ -436,6 +436,13 @@ def test_store_prediction_counts_the_rows_elkans_test_would_settle(seed, scale):
     assert share == pytest.approx(settled / 300, abs=1.5 / 300)  # a rounding tie at most
     share = fused_module._settled_share(*args, reach_max)
     assert share == pytest.approx(inliers / 300, abs=2.5 / 300)
+    # stopping early once the share cannot reach ``need`` leaves the decision
+    for limit in (np.inf, reach_max):
+        whole = fused_module._settled_share(*args, limit)
+        for need in (0.05, 0.3, 0.5, 0.8, 0.95, whole, whole + 1e-9):
+            early = fused_module._settled_share(*args, limit, need)
+            assert (early >= need) == (whole >= need)
+            assert early <= whole
 
 
 def test_bounds_are_stored_only_when_the_probe_predicts_they_will_settle_most_rows():

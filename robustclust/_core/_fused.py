@@ -821,18 +821,25 @@ def _moves(new, old):
 
 
 @njit(nogil=True, cache=True)
-def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf):
+def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf, need=0.0):
     """The share of the rows of ``Xs`` that Elkan's test would settle after each
     centre m_c moved by ``drift[c]``, with exact bounds: every other centre
     stays farther than the nearest one after both have moved (one compiled
     loop: as NumPy expressions, 180 microseconds a pass); with ``reach_max``,
     only the rows whose distance to the nearest centre, plus its drift, stays
-    within it count."""
+    within it count.  With ``need``, the loop stops as soon as more than a
+    share 1 - ``need`` of the rows have failed and returns the share so far,
+    which is below ``need`` as the whole share would be (in a float32 run at
+    36% flagged the prediction fails at every pass: it cost 0.2-0.4 ms of a
+    9 ms pass in which the other thread waited)."""
     C = M.shape[0]
+    n = Xs.shape[0]
     G = np.dot(Xs, np.ascontiguousarray(M.T))
     D = np.empty(C)
     settled = 0
-    for i in range(Xs.shape[0]):
+    failed = 0
+    allowed = n - need * n
+    for i in range(n):
         a = 0
         for c in range(C):
             D[c] = math.sqrt(max(sq[i] + mm[c] - 2.0 * G[i, c], 0.0))
@@ -840,11 +847,15 @@ def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf):
                 a = c
         reach = D[a] + drift[a]
         ok = reach <= reach_max
-        for c in range(C):
-            if c != a and D[c] - drift[c] < reach:
-                ok = False
+        if ok:
+            for c in range(C):
+                if c != a and D[c] - drift[c] < reach:
+                    ok = False
         settled += ok
-    return settled / max(Xs.shape[0], 1)
+        failed += not ok
+        if failed > allowed:
+            break
+    return settled / max(n, 1)
 
 
 class Bounds:
@@ -944,7 +955,8 @@ class Bounds:
         if self.last_move and top < self.last_move:
             drift = drift * (top / self.last_move)
         Xs, sq = self.probe
-        return _settled_share(Xs, sq, centers, mm, drift, reach_max) >= STORE_MIN_SETTLED
+        return (_settled_share(Xs, sq, centers, mm, drift, reach_max, STORE_MIN_SETTLED)
+                >= STORE_MIN_SETTLED)
 
     def record(self, restart):
         """Note this pass's ``cum``; return, for each earlier pass t, how far the
