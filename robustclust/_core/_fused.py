@@ -838,7 +838,6 @@ def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf, need=0.0):
     D = np.empty(C)
     settled = 0
     failed = 0
-    allowed = n - need * n
     for i in range(n):
         a = 0
         for c in range(C):
@@ -852,9 +851,13 @@ def _settled_share(Xs, sq, M, mm, drift, reach_max=np.inf, need=0.0):
                 if c != a and D[c] - drift[c] < reach:
                     ok = False
         settled += ok
-        failed += not ok
-        if failed > allowed:
-            break
+        if not ok:
+            failed += 1
+            # the most the whole share can be, rounded as the share itself
+            # (a bound n - need n on the failures, rounded otherwise, stopped
+            # one row early where the share was exactly need)
+            if (n - failed) / n < need:
+                break
     return settled / max(n, 1)
 
 
