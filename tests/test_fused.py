@@ -802,3 +802,48 @@ def test_chunk_rows_hold_256_kb_of_x_within_256_and_1024_rows():
     np.testing.assert_array_equal(a["shrink"], b["shrink"])
     np.testing.assert_allclose(a["sums"], b["sums"], rtol=1e-12)
     assert a["objective"] == pytest.approx(b["objective"], rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 400_000), n_threads=st.integers(1, 8),
+       chunk_rows=st.sampled_from([1, 7, 64, 256, 1024]))
+def test_block_edges_split_the_rows_into_whole_chunks_of_decreasing_size(n, n_threads,
+                                                                         chunk_rows):
+    edges = fused_module.block_edges(n, n_threads, chunk_rows)
+    sizes = np.diff(edges)
+    assert edges[0] == 0 and edges[-1] == n
+    if n_threads == 1 or n <= chunk_rows:
+        assert edges == [0, n]
+        return
+    assert (sizes > 0).all()
+    # whole chunks (but the last block), never fewer than the least block,
+    # never growing: each takes a share of the rows still left
+    least = fused_module.BLOCK_MIN_CHUNKS * chunk_rows
+    assert (sizes[:-1] % chunk_rows == 0).all() and (sizes[:-1] >= least).all()
+    assert (np.diff(sizes[:-1]) <= 0).all()
+    # the first block: half the rows over the threads, rounded up to a chunk
+    first = max(least, -(-int(fused_module.BLOCK_SHARE * n / n_threads) // chunk_rows)
+                * chunk_rows)
+    assert sizes[0] == min(n, first)
+    assert edges == fused_module.block_edges(n, n_threads, chunk_rows)
+
+
+def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread():
+    # 24 blocks of decreasing size on 3 threads, taken in whatever order the
+    # threads are free: the labels and outputs are those of one block, the
+    # float64 sums equal to rounding
+    X = _large(p=6, C=5)
+    sq = (X ** 2).sum(axis=1)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))
+    M = X[:5].copy()
+    prev = np.random.default_rng(2).integers(5, size=len(X))
+    kw = dict(lam=12.0, tau0=6.0, chunk_rows=64)
+    one = hard_pass(X, M, sq, w, prev, n_threads=1, **kw)
+    many = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
+    assert len(fused_module.block_edges(len(X), 3, 64)) - 1 == 24
+    for key in ("labels", "ref", "shrink", "size"):
+        np.testing.assert_array_equal(one[key], many[key])
+    assert 0 < one["shrink"].astype(bool).sum() < len(X)
+    np.testing.assert_allclose(many["sums"], one["sums"], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(many["weights"], one["weights"], rtol=1e-12)
+    assert many["objective"] == pytest.approx(one["objective"], rel=1e-12)

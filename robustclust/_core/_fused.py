@@ -37,8 +37,8 @@ them) take one path for inlier and outlier (:func:`_common_rows`).  A run
 stores the bounds only when ``STORE_MIN_PASSES_LEFT`` passes may follow and
 a probe of the rows predicts that most will settle (in float32: settle and
 stay inliers).  From
-``PARALLEL_MIN_ROWS`` rows on, the rows are split into
-``BLOCKS_PER_THREAD`` blocks per thread, which a few Python threads (the
+``PARALLEL_MIN_ROWS`` rows on, the rows are split into blocks of
+decreasing size (:func:`block_edges`), which a few Python threads (the
 calling one among them) take in turn and run through the compiled GIL-free
 kernel, each block with its own sums (added in block order: the result does
 not depend on which thread ran which block), with BLAS limited to one thread
@@ -83,10 +83,14 @@ BOUNDS_MIN_WORK = 10_000_000
 CHUNK_ROWS = 256
 CHUNK_ROWS_MAX = 1024
 CHUNK_BYTES = 2 ** 18
-#: Blocks of rows per thread in a parallel pass (see :func:`hard_pass`): with
-#: four, the threads of a float32 fit at 40% flagged were busy 92-94% of a
-#: pass (one waits for the other's last block), with eight 95%.
-BLOCKS_PER_THREAD = 8
+#: In a parallel pass each block takes this share of the rows still left,
+#: divided by the number of threads (guided scheduling, :func:`block_edges`),
+#: and at least ``BLOCK_MIN_CHUNKS`` chunks: the first blocks are large and
+#: the last ones small, so that neither thread waits long for the other's last
+#: block.  With eight equal blocks a thread, the threads of a float32 fit at
+#: 40% flagged were busy 95% of a pass (92-94% with four), with these 97-98%.
+BLOCK_SHARE = 0.5
+BLOCK_MIN_CHUNKS = 2
 #: Most bytes of X per chunk for which a plain pass asks for the next chunk's
 #: rows while it works on this one's products (:func:`_prefetch_rows`).
 PREFETCH_MAX_BYTES = 2 ** 19
@@ -807,6 +811,29 @@ def run_blocks(kernel, blocks, n_threads=None):
         future.result()
 
 
+def block_edges(n, n_threads, chunk_rows):
+    """Where the blocks of rows of a pass start and end: [0, ..., n].
+
+    One block for one thread.  Otherwise guided scheduling: each block takes
+    ``BLOCK_SHARE`` of the rows still left divided by ``n_threads``, rounded
+    up to whole chunks and at least ``BLOCK_MIN_CHUNKS`` chunks (the last block
+    takes what is left).  The threads take the blocks in order as they become
+    free, so the large first blocks cost few hand-overs and the small last
+    ones leave little for one thread to finish alone.  The edges depend on n,
+    ``n_threads`` and ``chunk_rows`` only: each block's running sums
+    (:class:`Bounds`) stay tied to the same rows from pass to pass.
+    """
+    if n_threads <= 1 or n <= chunk_rows:
+        return [0, n]
+    least = BLOCK_MIN_CHUNKS * chunk_rows
+    edges = [0]
+    while edges[-1] < n:
+        size = max(least, int(BLOCK_SHARE * (n - edges[-1]) / n_threads))
+        size = -(-size // chunk_rows) * chunk_rows
+        edges.append(min(n, edges[-1] + size))
+    return edges
+
+
 def _block_zeros(n_blocks, width):
     """Zeros of shape (n_blocks, width), each block's row 64 bytes clear of the
     next one's, so that the threads never write to one cache line (false
@@ -1176,13 +1203,12 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     # several blocks a thread, taken in turn by whichever thread is free: the
     # rows' costs differ (outliers, rows near a boundary, a first write to
     # fresh memory), and halves of X in two threads waited on each other
-    n_blocks = 1 if n_threads == 1 else min(n_threads * BLOCKS_PER_THREAD,
-                                            max(n_threads, n // chunk_rows))
+    edges = block_edges(n, n_threads, chunk_rows)
+    n_blocks = len(edges) - 1
     # each block's own accumulators
     sums = _block_zeros(n_blocks, C * p).reshape(n_blocks, C, p)
     weights = _block_zeros(n_blocks, C)
     acc = _block_zeros(n_blocks, 7)
-    edges = [n * b // n_blocks for b in range(n_blocks + 1)]  # np.linspace's, exactly
     running = [(_NO_FSUMS, _NO_CUM, _NO_CUM)] * n_blocks
     if bounds is not None:
         if bounds_mode == _STORE_BOUNDS or costs is not None:
