@@ -330,6 +330,17 @@ def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
     assert b["unread"] == 0
     np.testing.assert_allclose(costs, ((X[:, None] - M[None]) ** 2).sum(-1).min(1),
                                rtol=1e-9, atol=1e-9)
+    # it is a plain pass (every row through the BLAS call), and the bounds
+    # stay valid: the next pass adds its drift too, settles rows and equals
+    # the pass without bounds
+    assert b["computed"] == n
+    M2 = b["sums"] / b["weights"][:, None]
+    more = dict(prev_size=b["size"], old_shrink=b["shrink"], old_ref=b["ref"], **kw)
+    after = hard_pass(X, M2, sq, w, b["labels"], bounds=bounds, **more)
+    plain = hard_pass(X, M2, sq, w, b["labels"], **more)
+    assert after["computed"] < n // 2 and after["unread"] == 0  # the running sums anew
+    np.testing.assert_array_equal(after["labels"], plain["labels"])
+    np.testing.assert_allclose(after["sums"], plain["sums"], rtol=1e-10, atol=1e-10)
 
 
 def test_running_sums_let_a_row_go_when_it_may_become_an_outlier_or_move():

@@ -1153,6 +1153,15 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         bounds.wait -= 1
         bounds.centers = None
         bounds = None
+    if bounds is not None and costs is not None and bounds.centers is not None:
+        # a pass that keeps every row's l0 cost reads every row: with the
+        # bounds it would gather and test them all (the last pass of a
+        # 40-iteration float32 fit on bench_kmeans's data at 8% flagged, two
+        # threads: 9.3 ms, 1.6 times a plain pass of that fit).  A plain pass,
+        # which leaves the bounds valid: the
+        # next pass adds the drift from ``bounds.centers``, this one's included,
+        # to ``cum`` (the running sums, tied to this pass's arrays, start anew)
+        bounds = None
     if bounds is not None:
         bounds_mode = _STORE_BOUNDS
         if bounds.centers is not None:
