@@ -479,6 +479,17 @@ def test_bounds_are_stored_only_when_the_probe_predicts_they_will_settle_most_ro
     assert bounds.worth_storing(M, mm)  # still centres: every row settles
     bounds.moved(M - spacing)  # centres moving by their own spacing: few rows would
     assert not bounds.worth_storing(M, mm)
+    # the decision is the predicted share against ``need`` (a first move seen:
+    # each centre moved 0.3 spacing along the first axis, no scaling)
+    bounds = fused_module.Bounds(len(X), 5, float(np.sqrt(sq.max())), probe=(X[rows], sq[rows]))
+    step = np.zeros_like(M)
+    step[:, 0] = 0.3 * spacing
+    bounds.moved(M - step)
+    drift = np.full(5, 0.3 * spacing)
+    share = fused_module._settled_share(X[rows], sq[rows], M, mm, drift)
+    assert 0.05 < share < 0.95
+    for need in (share - 0.02, share, share + 0.02):
+        assert bounds.worth_storing(M, mm, need=need) == (share >= need)
 
     # in a pass: the first one (no move known) and a far jump store nothing,
     # small moves store, and the pass after settles most rows; the results are
@@ -588,6 +599,32 @@ def test_float32_bounds_are_stored_only_when_most_rows_stay_inliers(monkeypatch,
         flagged[dtype] = fit.outlier_mask_.mean()
         assert any(stores) == (stored32 or dtype == np.float64), (dtype, stores)
     assert (flagged[np.float32] > 0.5) != stored32
+
+
+def test_float32_runs_need_a_higher_predicted_share_to_store_the_bounds(monkeypatch):
+    # a float32 pass with the bounds costs more per row read than a float64 one
+    # saves, so it asks the probe for STORE_MIN_SETTLED_FLOAT32 of the rows
+    # settled and staying inliers (within the O-step's threshold), float64 for
+    # STORE_MIN_SETTLED of the rows settled
+    X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
+    monkeypatch.setattr(fused_module, "BOUNDS_MIN_WORK", 0)
+    asked = []
+    real = fused_module.Bounds.worth_storing
+
+    def spy(self, centers, mm, reach_max=np.inf, need=None):
+        asked.append((reach_max, need))
+        return real(self, centers, mm, reach_max, need)
+
+    monkeypatch.setattr(fused_module.Bounds, "worth_storing", spy)
+    assert fused_module.STORE_MIN_SETTLED_FLOAT32 > fused_module.STORE_MIN_SETTLED
+    for dtype, need in ((np.float32, fused_module.STORE_MIN_SETTLED_FLOAT32),
+                        (np.float64, fused_module.STORE_MIN_SETTLED)):
+        asked.clear()
+        RobustKMeans(5, lam=12.0, n_init=1, random_state=0, tol=0,
+                     max_iter=30).fit(X.astype(dtype))
+        assert asked and {a[1] for a in asked} == {need}
+        # float32: 6 = lam / 2, the O-step's threshold; float64: every row
+        assert {a[0] for a in asked} == ({6.0} if dtype == np.float32 else {np.inf})
 
 
 def test_a_warm_started_path_with_distance_bounds_equals_the_path_without(monkeypatch):

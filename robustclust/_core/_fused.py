@@ -963,9 +963,9 @@ class Bounds:
             self.last_move = float(_moves(centers, self.last).max())
         self.last = centers.copy()
 
-    def worth_storing(self, centers, mm, reach_max=np.inf):
-        """Whether bounds stored at ``centers`` would settle at least
-        ``STORE_MIN_SETTLED`` of the probe rows at the next pass, if the
+    def worth_storing(self, centers, mm, reach_max=np.inf, need=None):
+        """Whether bounds stored at ``centers`` would settle at least ``need``
+        (default ``STORE_MIN_SETTLED``) of the probe rows at the next pass, if the
         centres move by then as they did since the last pass, scaled by how
         that move compares with the one before (the moves shrink as a run
         converges).  Storing costs most of a pass more than a plain one: while
@@ -985,8 +985,8 @@ class Bounds:
         if self.last_move and top < self.last_move:
             drift = drift * (top / self.last_move)
         Xs, sq = self.probe
-        return (_settled_share(Xs, sq, centers, mm, drift, reach_max, STORE_MIN_SETTLED)
-                >= STORE_MIN_SETTLED)
+        need = STORE_MIN_SETTLED if need is None else need
+        return _settled_share(Xs, sq, centers, mm, drift, reach_max, need) >= need
 
     def record(self, restart):
         """Note this pass's ``cum``; return, for each earlier pass t, how far the
@@ -1023,6 +1023,18 @@ MAX_HISTORY = 4096
 #: Share of the probe rows that bounds stored now must be predicted to settle
 #: at the next pass for a run to store them (see :meth:`Bounds.worth_storing`).
 STORE_MIN_SETTLED = 0.8
+#: The same in float32, where the share counts only the rows that stay
+#: inliers (the running sums hold them unread).  There a pass with the bounds
+#: costs per row read about three times, and per row held unread about 0.4
+#: times, what a plain pass costs per row (late passes on bench_kmeans's data
+#: at 8% and 40% flagged, one thread), so it breaks even at about 77% unread;
+#: with 0.8 a 40-iteration fit at 8% flagged stored at its 14th pass and its
+#: next five passes cost 1.1-1.25 times a plain one.  With 0.9 it stores at
+#: the 21st and every pass after costs 0.75-0.95 times a plain one (per
+#: iteration over passes 20-40: 0.87-0.89 times the time with 0.8 in two
+#: interleaved runs of nine, 0.94 at 1% flagged; in float64 0.9 cost 1.06-1.2
+#: times 0.8).
+STORE_MIN_SETTLED_FLOAT32 = 0.9
 #: Rows of X on which that prediction is made.
 PROBE_ROWS = 1024
 #: Fewest passes that may follow a pass for it to store the bounds: storing
@@ -1173,9 +1185,10 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         # row's bookkeeping: the bounds pay by the inliers that the running
         # sums hold unread, not by the products they save (an outlier is read
         # at every pass); in float64 the products pay too
-        reach_max = tau0 if X.dtype == np.float32 else np.inf
-        if bounds_mode == _STORE_BOUNDS and not (
-                store and bounds.worth_storing(M64, mm, reach_max)):
+        single = X.dtype == np.float32
+        if bounds_mode == _STORE_BOUNDS and not (store and bounds.worth_storing(
+                M64, mm, tau0 if single else np.inf,
+                STORE_MIN_SETTLED_FLOAT32 if single else STORE_MIN_SETTLED)):
             # too few passes left to repay the storing, or the next pass
             # would settle (float32: hold unread) few rows: a plain pass
             bounds.centers = None
