@@ -121,16 +121,20 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 13), C=st.integers(1, 7),
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 13),
+       C=st.one_of(st.integers(1, 7), st.integers(8, 70)),
        levels=st.sampled_from([3, 1000]), dtype=st.sampled_from([np.float32, np.float64]))
 def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype):
-    # four rows at a time, then the rest one by one: each row's answer is
+    # four rows at a time, then the rest one by one (C < 16), or 16 centres at
+    # a time as vectors and the rest one by one: each row's answer is
     # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
-    # (few levels: many ties), and ||m||^2 - 2 <x, m> for it in float64; the
-    # same with the rows of another array prefetched meanwhile
+    # (few levels: many ties, signed zeros among them), and ||m||^2 - 2 <x, m>
+    # for it in float64; the same with the rows of another array prefetched
     rng = np.random.default_rng(seed)
-    G = (rng.integers(levels, size=(m, C)) / 4.0).astype(dtype)
-    half = (rng.integers(levels, size=C) / 8.0).astype(dtype)
+    G = (rng.integers(-levels, levels, size=(m, C)) / 4.0).astype(dtype)
+    half = (rng.integers(-levels, levels, size=C) / 8.0).astype(dtype)
+    G[rng.random(G.shape) < 0.1] = -0.0
+    half[rng.random(C) < 0.1] = -0.0
     mm = rng.random(C)
     low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
     fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
@@ -143,6 +147,12 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
     np.testing.assert_array_equal(nearest, expected)
     rows = np.arange(m)
     np.testing.assert_array_equal(low, mm[expected] - 2.0 * G[rows, expected].astype(np.float64))
+    # a row without a largest difference (NaN, from inf - inf in a product)
+    # still gets a centre: the one-by-one search's (its first, 0, unless a
+    # later difference compares larger)
+    G[0] = np.nan
+    fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
+    assert nearest[0] == 0
 
 
 def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):
