@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 CASES = {
-    "README mixture (full, 80 outliers)": """
+    "README mixture (tied, 80 outliers)": """
 from robustclust import RobustGaussianMixture
 from robustclust.datasets import make_blobs_with_outliers
 X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
