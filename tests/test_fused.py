@@ -120,21 +120,38 @@ def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     np.testing.assert_allclose(fused_hist, plain.objective_history_, rtol=1e-9)
 
 
-@settings(max_examples=80, deadline=None)
+def _first_nearest(d):
+    """The one-by-one search's answer for a row of differences d_c = <x, m_c> -
+    ||m_c||^2 / 2: it starts from centre 0 and moves to a centre only when its
+    difference is larger, so a NaN at centre 0 is the answer and NaNs after it
+    are skipped; otherwise the first of the largest."""
+    if np.isnan(d[0]):
+        return 0
+    best = np.nanmax(d)
+    return int(np.flatnonzero(d == best)[0])
+
+
+@settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 13),
        C=st.one_of(st.integers(1, 7), st.integers(8, 70)),
-       levels=st.sampled_from([3, 1000]), dtype=st.sampled_from([np.float32, np.float64]))
-def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype):
+       levels=st.sampled_from([3, 1000]), dtype=st.sampled_from([np.float32, np.float64]),
+       nans=st.sampled_from([0.0, 0.0, 0.15]))
+def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype, nans):
     # four rows at a time, then the rest one by one (C < 16), or 16 centres at
     # a time as vectors and the rest one by one: each row's answer is
     # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
     # (few levels: many ties, signed zeros among them), and ||m||^2 - 2 <x, m>
-    # for it in float64; the same with the rows of another array prefetched
+    # for it in float64; the same with the rows of another array prefetched.
+    # NaN differences (inf - inf in a product) get the one-by-one search's
+    # answer on both paths
     rng = np.random.default_rng(seed)
     G = (rng.integers(-levels, levels, size=(m, C)) / 4.0).astype(dtype)
     half = (rng.integers(-levels, levels, size=C) / 8.0).astype(dtype)
     G[rng.random(G.shape) < 0.1] = -0.0
     half[rng.random(C) < 0.1] = -0.0
+    G[rng.random(G.shape) < nans] = np.nan
+    if nans and m > 1:
+        G[1] = np.nan  # a row without any number
     mm = rng.random(C)
     low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
     fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
@@ -143,16 +160,30 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
     fused_module._nearest_rows(G, half, mm, low2, nearest2, ahead, 2, m + 5)
     np.testing.assert_array_equal(nearest2, nearest)
     np.testing.assert_array_equal(low2, low)
-    expected = np.argmax(G - half, axis=1)  # numpy's argmax: the first of equals
+    expected = np.array([_first_nearest(d) for d in G - half])
+    if not nans:  # numpy's argmax: the first of equals
+        np.testing.assert_array_equal(expected, np.argmax(G - half, axis=1))
     np.testing.assert_array_equal(nearest, expected)
     rows = np.arange(m)
     np.testing.assert_array_equal(low, mm[expected] - 2.0 * G[rows, expected].astype(np.float64))
-    # a row without a largest difference (NaN, from inf - inf in a product)
-    # still gets a centre: the one-by-one search's (its first, 0, unless a
-    # later difference compares larger)
-    G[0] = np.nan
-    fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
-    assert nearest[0] == 0
+
+
+def test_nearest_rows_skips_a_nan_difference_anywhere_after_centre_0():
+    # one NaN at centre 1 (lane 1 of the first block of 16), the largest
+    # difference at 5 or 17: the answer is 5 or 17 on either path
+    for dtype in (np.float32, np.float64):
+        for C in (7, 16, 32, 40):
+            G = np.zeros((1, C), dtype=dtype)
+            half = np.zeros(C, dtype=dtype)
+            G[0, 1] = np.nan
+            top = 17 if C > 17 else 5
+            G[0, top] = 10.0
+            low, nearest = np.empty(1), np.empty(1, dtype=np.intp)
+            fused_module._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            assert nearest[0] == top, (dtype, C)
+            G[0, 0] = np.nan  # a NaN at centre 0: the answer is 0
+            fused_module._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            assert nearest[0] == 0, (dtype, C)
 
 
 def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):
@@ -341,13 +372,23 @@ def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
     np.testing.assert_allclose(costs, ((X[:, None] - M[None]) ** 2).sum(-1).min(1),
                                rtol=1e-9, atol=1e-9)
     # it is a plain pass (every row through the BLAS call), and the bounds
-    # stay valid: the next pass adds its drift too, settles rows and equals
-    # the pass without bounds
+    # stay valid: still tied to the centres they were last used at, so the
+    # next pass adds the drift from those, the costs pass's included; it
+    # settles rows and equals the pass without bounds
     assert b["computed"] == n
-    M2 = b["sums"] / b["weights"][:, None]
+    M_bounds, cum = bounds.centers.copy(), bounds.cum.copy()
+    step = 0.02 * np.linalg.norm(M, axis=1).mean()
+    M1 = M + step  # the costs pass at moved centres
+    more = dict(prev_size=prev["size"], old_shrink=prev["shrink"], old_ref=prev["ref"], **kw)
+    b = hard_pass(X, M1, sq, w, prev["labels"], bounds=bounds, costs=np.empty(n), **more)
+    assert b["computed"] == n
+    np.testing.assert_array_equal(bounds.centers, M_bounds)
+    M2 = M1 + step
     more = dict(prev_size=b["size"], old_shrink=b["shrink"], old_ref=b["ref"], **kw)
     after = hard_pass(X, M2, sq, w, b["labels"], bounds=bounds, **more)
     plain = hard_pass(X, M2, sq, w, b["labels"], **more)
+    drift = np.sqrt(((M2 - M_bounds) ** 2).sum(axis=1))  # both moves
+    np.testing.assert_allclose(bounds.cum, cum + drift * (1 + 1e-12), rtol=1e-12)
     assert after["computed"] < n // 2 and after["unread"] == 0  # the running sums anew
     np.testing.assert_array_equal(after["labels"], plain["labels"])
     np.testing.assert_allclose(after["sums"], plain["sums"], rtol=1e-10, atol=1e-10)
@@ -897,8 +938,25 @@ def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread():
     prev = np.random.default_rng(2).integers(5, size=len(X))
     kw = dict(lam=12.0, tau0=6.0, chunk_rows=64)
     one = hard_pass(X, M, sq, w, prev, n_threads=1, **kw)
-    many = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
-    assert len(fused_module.block_edges(len(X), 3, 64)) - 1 == 24
+    spans = []
+    real = fused_module.run_blocks
+
+    def spy(kernel, blocks, n_threads=None):
+        spans.extend((args[21], args[22]) for args in blocks)  # each block's start, stop
+        return real(kernel, blocks, n_threads)
+
+    fused_module.run_blocks = spy
+    try:
+        many = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
+        again = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
+    finally:
+        fused_module.run_blocks = real
+    edges = fused_module.block_edges(len(X), 3, 64)
+    assert len(edges) - 1 == 24
+    assert spans == 2 * list(zip(edges[:-1], edges[1:]))
+    for key in ("sums", "weights"):  # the blocks' sums added in block order
+        np.testing.assert_array_equal(again[key], many[key])
+    assert again["objective"] == many["objective"]
     for key in ("labels", "ref", "shrink", "size"):
         np.testing.assert_array_equal(one[key], many[key])
     assert 0 < one["shrink"].astype(bool).sum() < len(X)

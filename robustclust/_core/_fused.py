@@ -166,8 +166,11 @@ def _lanes(context, builder, aryty, ary, idx):
     a = context.make_array(aryty)(context, builder, ary)
     ptr = cgutils.get_item_pointer(context, builder, aryty, a, idx)
     T = context.get_data_type(aryty.dtype)
-    vec = builder.bitcast(ptr, ir.VectorType(T, LANES).as_pointer())
-    return builder.load(vec, align=context.get_abi_sizeof(T))
+    vty = ir.VectorType(T, LANES)
+    if getattr(ptr.type, "is_opaque", False):  # an llvmlite with opaque pointers
+        return builder.load(ptr, typ=vty, align=context.get_abi_sizeof(T))
+    return builder.load(builder.bitcast(ptr, vty.as_pointer()),
+                        align=context.get_abi_sizeof(T))
 
 
 def _lanes_ok(G, half):
@@ -185,8 +188,9 @@ def _lanes_diff(context, builder, Gty, hty, G, k, half, c0):
 @intrinsic
 def _lanes_max(typingctx, G, k, half, blocks):
     """The largest of G[k, c] - half[c] for c < ``blocks`` LANES (differences
-    in G's precision): the blocks' lane-wise maximum, then a tree of pairwise
-    maxima across the lanes."""
+    in G's precision), NaNs left out (-inf if all are NaN): the blocks'
+    lane-wise maximum from -inf, then a tree of pairwise maxima across the
+    lanes."""
     if not (_lanes_ok(G, half) and isinstance(blocks, types.Integer)):
         return None
 
@@ -197,11 +201,11 @@ def _lanes_max(typingctx, G, k, half, blocks):
         blocks = context.cast(builder, blocks, bty, types.intp)
         intp = context.get_value_type(types.intp)
         i32 = ir.IntType(32)
-        first = _lanes_diff(context, builder, Gty, hty, G_, k, half_, ir.Constant(intp, 0))
-        acc = cgutils.alloca_once_value(builder, first)
-        with cgutils.for_range(builder, builder.sub(blocks, ir.Constant(intp, 1))) as loop:
-            c0 = builder.mul(builder.add(loop.index, ir.Constant(intp, 1)),
-                             ir.Constant(intp, LANES))
+        vty = ir.VectorType(context.get_data_type(Gty.dtype), LANES)
+        # a NaN never compares larger: its lane keeps what it had
+        acc = cgutils.alloca_once_value(builder, ir.Constant(vty, [-math.inf] * LANES))
+        with cgutils.for_range(builder, blocks) as loop:
+            c0 = builder.mul(loop.index, ir.Constant(intp, LANES))
             d = _lanes_diff(context, builder, Gty, hty, G_, k, half_, c0)
             v = builder.load(acc)
             builder.store(builder.select(builder.fcmp_ordered(">", d, v), d, v), acc)
@@ -459,7 +463,9 @@ def _nearest_rows(G, half, mm, low, nearest, X, pf_lo, pf_hi):
     blocks, then a tree across the lanes; :func:`_lanes_first`: the first
     centre whose difference equals it), the centres past the last whole
     block one by one: the same differences and the same first of equals as
-    one by one (a late plain pass on bench_kmeans's data, C = 16, one
+    one by one, and its answer where a difference is NaN (inf - inf in a
+    product: centre 0 if its difference is NaN, else the NaNs are skipped)
+    (a late plain pass on bench_kmeans's data, C = 16, one
     thread: 4-7.5% less time than four rows at a time, float32 and float64,
     identical results; with 8 lanes, two blocks and a block loop in numba,
     7-8% more).  With fewer centres, four rows at a time: each row's search
@@ -483,19 +489,17 @@ def _nearest_rows(G, half, mm, low, nearest, X, pf_lo, pf_hi):
             for c in range(Cv, C):
                 d = G[k, c] - half[c]
                 best = d if d > best else best
-            arg = _lanes_first(G, k, half, blocks, best)
-            if arg < 0:
-                for c in range(Cv, C):
-                    if G[k, c] - half[c] == best:
-                        arg = c
-                        break
-            if arg < 0:  # no maximum found (a NaN): the scalar search's answer
-                arg = 0
-                b0 = G[k, 0] - half[0]
-                for c in range(1, C):
-                    d = G[k, c] - half[c]
-                    arg = c if d > b0 else arg
-                    b0 = d if d > b0 else b0
+            # the one-by-one search starts from centre 0 and skips the NaNs
+            # after it: a NaN there is its answer, else the first largest
+            arg = 0
+            if G[k, 0] - half[0] <= best:
+                arg = _lanes_first(G, k, half, blocks, best)
+                if arg < 0:
+                    for c in range(Cv, C):
+                        if G[k, c] - half[c] == best:
+                            arg = c
+                            break
+                arg = max(arg, 0)  # (cannot stay -1: centre 0 is at most best)
             low[k] = mm[arg] - 2.0 * G[k, arg]
             nearest[k] = arg
         return
@@ -1243,7 +1247,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         other rows go through the BLAS call, and their bounds are stored
         anew.  The results are those of the pass without bounds (labels
         equal; sums to rounding): the bounds carry a margin for the rounding
-        of every product.  Not with ``nearest=True``.
+        of every product.  Not with ``nearest=True``.  A pass that fills
+        ``costs`` reads every row: it does not use bounds already stored
+        (they stay valid for the next pass).
     store : bool, default=True
         Whether this pass may store the bounds (the stepper says no when
         fewer than ``STORE_MIN_PASSES_LEFT`` passes may follow); bounds
