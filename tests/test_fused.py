@@ -927,7 +927,7 @@ def test_block_edges_split_the_rows_into_whole_chunks_of_decreasing_size(n, n_th
     assert edges == fused_module.block_edges(n, n_threads, chunk_rows)
 
 
-def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread():
+def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread(monkeypatch):
     # 24 blocks of decreasing size on 3 threads, taken in whatever order the
     # threads are free: the labels and outputs are those of one block, the
     # float64 sums equal to rounding
@@ -945,12 +945,9 @@ def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread():
         spans.extend((args[21], args[22]) for args in blocks)  # each block's start, stop
         return real(kernel, blocks, n_threads)
 
-    fused_module.run_blocks = spy
-    try:
-        many = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
-        again = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
-    finally:
-        fused_module.run_blocks = real
+    monkeypatch.setattr(fused_module, "run_blocks", spy)
+    many = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
+    again = hard_pass(X, M, sq, w, prev, n_threads=3, **kw)
     edges = fused_module.block_edges(len(X), 3, 64)
     assert len(edges) - 1 == 24
     assert spans == 2 * list(zip(edges[:-1], edges[1:]))

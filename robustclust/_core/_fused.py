@@ -35,8 +35,8 @@ per row; in a pass without bounds with the convex penalty and the IRLS
 centre step, the rows whose previous label is their nearest centre (most of
 them) take one path for inlier and outlier (:func:`_common_rows`).  A run
 stores the bounds only when ``STORE_MIN_PASSES_LEFT`` passes may follow and
-a probe of the rows predicts that most will settle (in float32: settle and
-stay inliers).  From
+a probe of the rows predicts that most will settle (80%; in float32 90%,
+settling and staying inliers).  From
 ``PARALLEL_MIN_ROWS`` rows on, the rows are split into blocks of
 decreasing size (:func:`block_edges`), which a few Python threads (the
 calling one among them) take in turn and run through the compiled GIL-free
@@ -1322,7 +1322,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         # in float32 a BLAS product row costs little more than a settled
         # row's bookkeeping: the bounds pay by the inliers that the running
         # sums hold unread, not by the products they save (an outlier is read
-        # at every pass); in float64 the products pay too
+        # at every pass), and only from a larger predicted share
+        # (STORE_MIN_SETTLED_FLOAT32); in float64 the products pay too
         single = X.dtype == np.float32
         if bounds_mode == _STORE_BOUNDS and not (store and bounds.worth_storing(
                 M64, mm, tau0 if single else np.inf,
