@@ -24,8 +24,8 @@ from robustclust.datasets import make_blobs_with_outliers
 
 MODELS = {
     "hard RKM": lambda C, **kw: RobustKMeans(C, **kw),
-    "soft RKM": lambda C, **kw: RobustKMeans(C, q=1.5, **kw),
-    "weighted RKM": lambda C, **kw: RobustKMeans(C, weighted=True, **kw),
+    "soft RKM": lambda C, **kw: RobustKMeans(C, fuzzifier=1.5, **kw),
+    "weighted RKM": lambda C, **kw: RobustKMeans(C, penalty="log", **kw),
     "RPC spherical": lambda C, **kw: RobustGaussianMixture(C, **kw),
     "RPC tied": lambda C, **kw: RobustGaussianMixture(C, covariance_type="tied", **kw),
 }

@@ -56,8 +56,7 @@ def main():
             precisions = np.full(args.c, 1.0 / cov)
 
         def ours(k):
-            return RobustGaussianMixture(args.c, lam=lam, covariance_type=ours_type, init=M0,
-                                         weights_init=w, precisions_init=ours_precisions,
+            return RobustGaussianMixture(args.c, lam=lam, covariance_type=ours_type, init={"means": M0, "weights": w, "precisions": ours_precisions},
                                          n_init=1, tol=0, max_iter=k, reg_covar=reg)
 
         def ref(k):

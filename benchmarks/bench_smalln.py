@@ -23,11 +23,11 @@ from threadpoolctl import threadpool_limits
 from robustclust import RobustGaussianMixture, RobustKMeans
 
 ROWS = {
-    "soft weighted RKM": lambda n: RobustKMeans(3, q=1.5, weighted=True, n_outliers=n // 2,
+    "soft weighted RKM": lambda n: RobustKMeans(3, fuzzifier=1.5, penalty="log", n_outliers=n // 2,
                                                 random_state=0),
-    "weighted RKM": lambda n: RobustKMeans(3, weighted=True, n_outliers=n // 2,
+    "weighted RKM": lambda n: RobustKMeans(3, penalty="log", n_outliers=n // 2,
                                            random_state=0),
-    "soft RKM": lambda n: RobustKMeans(3, q=1.5, n_outliers=n // 2, random_state=0),
+    "soft RKM": lambda n: RobustKMeans(3, fuzzifier=1.5, n_outliers=n // 2, random_state=0),
     "hard RKM": lambda n: RobustKMeans(3, n_outliers=n // 2, random_state=0),
     "RPC spherical": lambda n: RobustGaussianMixture(3, n_outliers=n // 2, random_state=0),
     "RPC tied": lambda n: RobustGaussianMixture(3, covariance_type="tied",

@@ -11,7 +11,11 @@ never runs code.  It holds:
     so ``Infinity`` and ``NaN`` may appear) with the keys
 
     * ``"format"``: ``"robustclust-model"``;
-    * ``"format_version"``: 2; a reader refuses files with a larger version;
+    * ``"format_version"``: 3; a reader refuses files with a larger version
+      (format 1: the mixtures' common covariance types under their old
+      names; format 2: the parameter names of the earlier release, ``q``,
+      ``weighted``, ``gamma``, ... (``robustclust._estimators._params``), read
+      under their current names);
     * ``"library_version"``: the robustclust version that wrote the file;
     * ``"estimator"``: an estimator spec (below).
 
@@ -37,7 +41,7 @@ The kernel estimators' ``predict`` evaluates the kernel between new points
 and the training points, so their model files hold the training data
 (``X_fit_``, after the pipeline's scaling), and the file grows with it:
 N x (p + C) numbers.  Kernel models fitted with ``kernel="precomputed"``
-(graphs), a callable kernel or ``approximation="nystroem"`` are not saved:
+(graphs), a callable kernel or Nystroem features (``n_landmarks``) are not saved:
 the first cannot predict new points at all, the others hold Python objects.
 
 Adding an estimator means adding its class to :data:`CLASSES` (scikit-learn's
@@ -69,11 +73,12 @@ from ._estimators import (
     RobustGaussianMixture,
     RobustKMeans,
 )
+from ._estimators._params import translate_params
 from ._estimators.fitted import check_state
 from ._files import atomic_write
 
 FORMAT = "robustclust-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: What a format-1 file's RobustGaussianMixture covariance_type meant (see above).
 V1_COVARIANCE_TYPES = {"spherical": "tied_spherical", "diag": "tied_diag", "full": "tied"}
 _META_KEY = "__robustclust_model__"
@@ -113,7 +118,7 @@ def save_model(estimator, path):
         The estimator class has no entry in the model format, or it is a
         kernel model that cannot be saved: ``kernel="precomputed"`` (it
         cannot predict new points), a callable kernel or
-        ``approximation="nystroem"``.
+        Nystroem features (``n_landmarks``).
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
 
@@ -276,9 +281,9 @@ def _check_savable(estimator):
         raise TypeError(f"cannot save a {name} with kernel='precomputed': it cannot "
                         "predict new points (that needs their kernel values), so there "
                         "is nothing a model file could be used for")
-    if estimator.approximation is not None:
-        raise TypeError(f"cannot save a {name} fitted with "
-                        f"approximation={estimator.approximation!r}")
+    if estimator.n_landmarks is not None:
+        raise TypeError(f"cannot save a {name} fitted on Nystroem features "
+                        f"(n_landmarks={estimator.n_landmarks!r})")
 
 
 def _value(value, key, arrays):
@@ -359,11 +364,15 @@ def _build(spec, npz):
         raise ModelFileError(f"holds an estimator class this robustclust does not know: {name}")
     cls = _CLASSES[name]
     known = set(cls().get_params(deep=False))
-    unknown = set(spec["params"]) - known
+    renamed = set(getattr(cls, "_renamed_params", ()))
+    unknown = set(spec["params"]) - known - renamed
     if unknown:
         raise ModelFileError(
             f"holds {name} parameters this robustclust does not know: {sorted(unknown)}")
-    params = {k: _restore(v, npz) for k, v in spec["params"].items()}
+    params = {k: _restore(v, npz) for k, v in spec["params"].items() if k in known}
+    old = {k: _restore(v, npz) for k, v in spec["params"].items() if k in renamed}
+    if old:  # a file of the earlier release: its parameters under their current names
+        params = translate_params(cls, params, old, warn=False)
     attributes = {k: _restore(v, npz) for k, v in spec["attributes"].items()}
     _check_params(cls(**params), name)
     if cls is StandardScaler:

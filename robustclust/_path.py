@@ -61,12 +61,12 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
                         sample_weight=None, lambda_min_ratio=1e-3, path_tol=None):
     """Solve along a decreasing lambda grid with warm starts.
 
-    The estimator's own settings (n_clusters, q, penalty, weighted, init,
+    The estimator's own settings (n_clusters, fuzzifier, penalty, init,
     n_init, random_state, ...) define the problem; its ``lam`` and
     ``n_outliers`` are ignored.  The path starts from the best K-means
     solution over the estimator's initialisations (lambda = inf) and each
     grid point is solved from the solution at the previous one, so few
-    iterations are needed per lambda.  With ``weighted=True`` each grid point
+    iterations are needed per lambda.  With a log penalty each grid point
     is the paper's weighted solution at that lambda: the unweighted problem
     (warm-started along the path) followed by the weighted one from it.
 
@@ -96,7 +96,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         and with every point flagged (the bottom of a path) they drift for
         hundreds of soft K-means iterations while the centres hardly move.
         The weighted stage of a grid value (the reported solution of
-        ``weighted=True``, started from the unweighted one) keeps the fit's
+        a log penalty, started from the unweighted one) keeps the fit's
         rule at ``path_tol * tol``: with the centres' rule a soft weighted
         path's outlier norms moved by a few percent.
 
@@ -139,7 +139,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
             internal = lam / problem.lambda_unit
             state = solver.run(state, internal, tol=tol, settle=settle)
             shown, spent = state, state.n_iter
-            if est.weighted:
+            if est.penalty.startswith("log"):
                 shown = solver.run(state, internal, weighted=True, tol=tol)
                 spent += shown.n_iter
             norms[g] = problem.user_outlier_norms(shown)

@@ -73,28 +73,28 @@ def estimators():
     return [
         RobustKMeans(4, lam=4.0, n_init=2, random_state=0),
         RobustKMeans(4, n_outliers=40, n_init=2, random_state=0),
-        RobustKMeans(4, q=1.5, n_init=2, random_state=0),
-        RobustKMeans(4, lam=3.0, weighted=True, n_init=2, random_state=0),
+        RobustKMeans(4, fuzzifier=1.5, n_init=2, random_state=0),
+        RobustKMeans(4, lam=3.0, penalty="log", n_init=2, random_state=0),
         RobustGaussianMixture(4, n_outliers=40, n_init=2, random_state=0),
         RobustGaussianMixture(4, lam=1.5, covariance_type="tied_diag", n_init=2,
                               random_state=0),
         RobustGaussianMixture(4, n_outliers=40, covariance_type="tied", n_init=2,
                               random_state=0),
         RobustKMeans(4, n_init=2, random_state=0),
-        RobustGaussianMixture(4, lam=1.5, covariance_type="tied", weighted=True, n_init=2,
+        RobustGaussianMixture(4, lam=1.5, covariance_type="tied", penalty="log", n_init=2,
                               random_state=0),
         RobustKMeans(4, n_outliers=40, init=INIT),
         RobustGaussianMixture(4, n_outliers=40, init=INIT),
         # one covariance per component
         RobustGaussianMixture(4, n_outliers=40, covariance_type="full", n_init=2,
                               random_state=0),
-        RobustGaussianMixture(4, lam=1.5, covariance_type="diag", weighted=True, n_init=2,
+        RobustGaussianMixture(4, lam=1.5, covariance_type="diag", penalty="log", n_init=2,
                               random_state=0),
         RobustGaussianMixture(4, lam=1.5, covariance_type="spherical", eigenvalue_ratio=5.0,
                               n_init=2, random_state=0),
-        RobustGaussianMixture(4, lam=2.0, covariance_type="full", means_init=INIT,
-                              weights_init=np.full(4, 0.25),
-                              precisions_init=np.repeat(np.eye(2)[None], 4, axis=0)),
+        RobustGaussianMixture(4, lam=2.0, covariance_type="full",
+                              init={"means": INIT, "weights": np.full(4, 0.25),
+                                    "precisions": np.repeat(np.eye(2)[None], 4, axis=0)}),
     ]
 
 
@@ -115,11 +115,11 @@ def check(name):
         ref = sklearn.base.clone(est).fit(X)
         with sklearn.config_context(array_api_dispatch=True):
             got = sklearn.base.clone(est)
-            if not isinstance(est.init, str):
+            if isinstance(est.init, dict):  # the mixtures' means, weights and precisions
+                got.set_params(init={k: v if isinstance(v, str) else to_xp(v)
+                                     for k, v in est.init.items()})
+            elif not isinstance(est.init, str):
                 got.set_params(init=to_xp(est.init))
-            for name in ("means_init", "weights_init", "precisions_init"):
-                if getattr(est, name, None) is not None:
-                    got.set_params(**{name: to_xp(getattr(est, name))})
             got.fit(to_xp(X))
             labels = got.predict(to_xp(X_new))
         label = repr(est)

@@ -22,13 +22,13 @@ def _contaminated(seed, n_in=60, n_out=12, p=3, C=3):
 
 
 CONFIGS = [
-    dict(q=1.0),
-    dict(q=1.5),
-    dict(q=1.0, weighted=True),
-    dict(q=1.5, weighted=True),
-    dict(q=1.0, penalty="elementwise"),
-    dict(q=2.0, penalty="elementwise"),
-    dict(q=1.0, penalty="elementwise", weighted=True),
+    dict(fuzzifier=1.0),
+    dict(fuzzifier=1.5),
+    dict(fuzzifier=1.0, penalty="log"),
+    dict(fuzzifier=1.5, penalty="log"),
+    dict(fuzzifier=1.0, penalty="elementwise"),
+    dict(fuzzifier=2.0, penalty="elementwise"),
+    dict(fuzzifier=1.0, penalty="log-elementwise"),
 ]
 
 
@@ -55,7 +55,7 @@ def _prox_group(r, thr):
 def test_converged_solution_is_a_fixed_point(q, penalty):
     X = _contaminated(3)
     lam = 5.0
-    model = RobustKMeans(3, lam=lam, q=q, penalty=penalty, n_init=1, random_state=1,
+    model = RobustKMeans(3, lam=lam, fuzzifier=q, penalty=penalty, n_init=1, random_state=1,
                          tol=1e-13, max_iter=2000).fit(X)
     assert model.n_iter_ < 2000
     M, U = model.cluster_centers_, model.memberships_
@@ -91,7 +91,7 @@ def test_converged_solution_is_a_fixed_point(q, penalty):
 def test_weighted_fixed_point_uses_reweighted_thresholds():
     X = _contaminated(5)
     lam = 0.05
-    model = RobustKMeans(3, lam=lam, weighted=True, eps=0.01, n_init=1, random_state=0,
+    model = RobustKMeans(3, lam=lam, penalty="log", eps=0.01, n_init=1, random_state=0,
                          tol=1e-13, max_iter=3000).fit(X)
     M, U = model.cluster_centers_, model.memberships_
     O = model.outlier_vectors_.toarray()

@@ -482,7 +482,7 @@ def test_soft_weighted_method_and_warnings(tmp_path):
                 "--lam", "3", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    model = RobustKMeans(2, q=2.0, weighted=True, lam=3.0, random_state=0).fit(X)
+    model = RobustKMeans(2, fuzzifier=2.0, penalty="log", lam=3.0, random_state=0).fit(X)
     assert summary["method"] == "weighted soft robust K-means (q=2)"
     assert summary["lambda"] == model.lambda_ and summary["n_outliers"] == model.n_outliers_
 
@@ -717,7 +717,7 @@ def test_kernel_mixture_poly_options_and_standardizing_reach_the_estimator(tmp_p
                 "--save-model", "g.npz", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     model = make_pipeline(StandardScaler(), KernelRobustGaussianMixture(
-        4, kernel="poly", gamma=0.5, degree=2, coef0=0.25, init="random", n_outliers=20,
+        4, kernel="poly", kernel_params={"gamma": 0.5, "degree": 2, "coef0": 0.25}, init="random", n_outliers=20,
         n_init=3, random_state=7)).fit(frame)
     out = pd.read_csv(tmp_path / "g.csv")
     np.testing.assert_array_equal(out["cluster"], model[-1].labels_)
@@ -740,7 +740,7 @@ def test_spectral_init_and_kernel_path(tmp_path):
     proc = run(["fit", "blobs.csv", "-k", "4", "--kernel", "rbf", "--gamma", "0.1", "--init",
                 "spectral", "--lam", "1", "--n-init", "2", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    model = KernelRobustKMeans(4, kernel="rbf", gamma=0.1, init="spectral", lam=1.0,
+    model = KernelRobustKMeans(4, kernel="rbf", kernel_params={"gamma": 0.1}, init="spectral", lam=1.0,
                                n_init=2, random_state=0).fit(X)
     summary = json.loads(proc.stdout)
     assert summary["n_outliers"] == model.n_outliers_

@@ -352,7 +352,7 @@ def test_4_results_are_invariant_to_the_scale_of_the_data(name, scale):
 @pytest.mark.parametrize("scale", [1e150, 1e-150])
 def test_4_weighted_soft_labels_are_invariant_to_the_scale(scale):
     def make():
-        return RobustKMeans(4, q=1.5, weighted=True, n_init=2, n_outliers=40, random_state=0)
+        return RobustKMeans(4, fuzzifier=1.5, penalty="log", n_init=2, n_outliers=40, random_state=0)
 
     X = blobs()
     np.testing.assert_array_equal(make().fit(X * scale).labels_, make().fit(X).labels_)
@@ -918,7 +918,7 @@ def test_15_approximation_nystroem_with_landmarks(tmp_path):
                                "--approximation", "nystroem", "--n-landmarks", "30", "-s", "40",
                                "-o", "out.csv", "--json"], tmp_path)
     assert (status, err) == (0, "")
-    model = KernelRobustKMeans(4, kernel="rbf", approximation="nystroem", n_landmarks=30,
+    model = KernelRobustKMeans(4, kernel="rbf", n_landmarks=30,
                                n_outliers=40, random_state=0).fit(
         pd.read_csv(tmp_path / "blobs.csv"))
     summary = json.loads(out)

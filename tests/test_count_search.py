@@ -32,12 +32,12 @@ def test_count_fit_lambda_lies_in_the_interval_that_flags_s(q):
     data = make_blobs_with_outliers(n_outliers=15, n_per_cluster=35, random_state=1)
     start = data.centers + 0.3
     s = 15
-    fit = RobustKMeans(4, q=q, n_outliers=s, init=start, n_init=1).fit(data.X)
+    fit = RobustKMeans(4, fuzzifier=q, n_outliers=s, init=start, n_init=1).fit(data.X)
     assert fit.n_outliers_ == s
     lam = fit.lambda_
 
     def fixed(value):
-        return RobustKMeans(4, q=q, lam=value, init=start, n_init=1).fit(data.X)
+        return RobustKMeans(4, fuzzifier=q, lam=value, init=start, n_init=1).fit(data.X)
 
     at = fixed(lam)
     assert at.n_outliers_ == s

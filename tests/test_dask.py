@@ -95,10 +95,10 @@ def test_threaded_scheduler_same_answer_as_in_memory():
 # Dask fits are not refined (``refine``): count fits are compared with refine=False in memory.
 CASES = {
     "hard": dict(lam=4.0),
-    "soft": dict(lam=4.0, q=1.5),
-    "weighted": dict(lam=4.0, weighted=True),
+    "soft": dict(lam=4.0, fuzzifier=1.5),
+    "weighted": dict(lam=4.0, penalty="log"),
     "hard-count": dict(n_outliers=60, refine=False),
-    "weighted-count": dict(n_outliers=60, weighted=True),
+    "weighted-count": dict(n_outliers=60, penalty="log"),
 }
 
 
@@ -131,15 +131,15 @@ def test_sample_weight_same_answer_as_in_memory(client):
 def test_default_lambda_same_as_in_memory(client):
     X = _data(seed=6)
     init = _init(X, seed=7)
-    # a Dask fit keeps the chi^2 default lambda (default_rule is not read there)
-    ref = RobustKMeans(N_CLUSTERS, init=init, n_init=1, default_rule="chi2").fit(X)
+    # a Dask fit keeps the chi^2 default lambda (lam="chi2" in memory)
+    ref = RobustKMeans(N_CLUSTERS, init=init, n_init=1, lam="chi2").fit(X)
     m = RobustKMeans(N_CLUSTERS, init=init, n_init=1).fit(_blocks(X, 4))
     _assert_same_fit(m, ref)
 
 
 @pytest.mark.parametrize("kw", [dict(lam=4.0),
                                 pytest.param(dict(n_outliers=60), marks=pytest.mark.slow),
-                                pytest.param(dict(lam=4.0, q=1.5), marks=pytest.mark.slow)],
+                                pytest.param(dict(lam=4.0, fuzzifier=1.5), marks=pytest.mark.slow)],
                          ids=["lam", "count", "soft"])
 def test_chunking_does_not_change_the_answer(client, kw):
     X = _data(seed=8)
@@ -364,7 +364,7 @@ def _assert_same_mixture(m, ref, X):
 
 MIXTURE_CASES = {
     "lam": dict(lam=3.0),
-    "weighted": dict(lam=3.0, weighted=True),
+    "weighted": dict(lam=3.0, penalty="log"),
     "count": dict(n_outliers=60),
 }
 
@@ -386,14 +386,15 @@ def test_mixture_same_answers_as_in_memory_from_the_same_means(client, covarianc
 
 @pytest.mark.parametrize("covariance_type, kw", [
     ("tied_spherical", dict()), ("tied", dict()),
-    ("tied_diag", dict(n_outliers=50, weighted=True))],
+    ("tied_diag", dict(n_outliers=50, penalty="log"))],
     ids=["default-spherical", "default-full", "weighted-count-diag"])
 def test_mixture_default_lambda_and_weighted_count_as_in_memory(client, covariance_type, kw):
     X = _data(seed=30)
     init = _init(X, seed=31)
     kw = dict(covariance_type=covariance_type, init=init, n_init=1, **kw)
-    # a Dask fit keeps the chi^2 default lambda (default_rule is not read there)
-    ref = RobustGaussianMixture(N_CLUSTERS, default_rule="chi2", **kw).fit(X)
+    # a Dask fit keeps the chi^2 default lambda (lam="chi2" in memory)
+    chi2 = {} if "n_outliers" in kw else {"lam": "chi2"}
+    ref = RobustGaussianMixture(N_CLUSTERS, **chi2, **kw).fit(X)
     m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 5))
     _assert_same_mixture(m, ref, X)
     if "n_outliers" in kw:
@@ -558,15 +559,16 @@ def test_per_component_covariances_are_refused_on_dask_with_the_supported_types(
 
 @pytest.mark.parametrize("covariance_type", COVARIANCES)
 def test_mixture_initial_parameters_and_ratio_bound_as_in_memory(client, covariance_type):
-    # means_init, weights_init, precisions_init start the Dask fit as they do in memory, and
+    # initial means, weights and precisions start the Dask fit as they do in memory, and
     # the eigenvalue-ratio bound holds there too
     X = _data(seed=44)
     X[:, 0] *= 4.0                       # an elongated common covariance: the bound binds
     p = X.shape[1]
     precisions = {"tied_spherical": 0.5, "tied_diag": np.full(p, 0.5),
                   "tied": 0.5 * np.eye(p)}[covariance_type]
-    kw = dict(lam=3.0, covariance_type=covariance_type, means_init=_init(X, seed=45),
-              weights_init=np.full(N_CLUSTERS, 1.0 / N_CLUSTERS), precisions_init=precisions,
+    kw = dict(lam=3.0, covariance_type=covariance_type,
+              init={"means": _init(X, seed=45), "weights": np.full(N_CLUSTERS, 1.0 / N_CLUSTERS),
+                    "precisions": precisions},
               eigenvalue_ratio=2.0, n_init=1)
     ref = RobustGaussianMixture(N_CLUSTERS, **kw).fit(X)
     m = RobustGaussianMixture(N_CLUSTERS, **kw).fit(_blocks(X, 7))

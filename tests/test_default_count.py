@@ -41,7 +41,7 @@ def test_default_flags_at_most_two_percent_of_standardised_real_data(loader, k):
     m = RobustKMeans(k, random_state=0).fit(X)
     assert m.n_outliers_ <= 0.02 * len(X)
     # the chi^2 rule flags 3% (iris) to 19% (breast cancer) of these sets
-    old = RobustKMeans(k, random_state=0, default_rule="chi2").fit(X)
+    old = RobustKMeans(k, random_state=0, lam="chi2").fit(X)
     assert old.n_outliers_ > m.n_outliers_
 
 
@@ -98,16 +98,15 @@ def test_outlier_probability_of_new_points():
     assert np.all(p[:3] < 1e-3) and p[3] > 0.99
 
 
-def test_explicit_lam_and_count_ignore_the_default_rule():
+def test_explicit_lam_and_count_fit_no_noise_model():
     X, _ = _blobs_with_noise(0.1)
     for params in ({"lam": 6.0}, {"n_outliers": 20}):
         a = RobustKMeans(3, random_state=0, **params).fit(X)
-        b = RobustKMeans(3, random_state=0, default_rule="chi2", **params).fit(X)
-        np.testing.assert_array_equal(a.labels_, b.labels_)
-        assert a.lambda_ == b.lambda_
         assert a.outlier_probability_ is None and a.noise_proportion_ is None
-        with pytest.raises(ValueError, match="default_rule='noise'"):
+        with pytest.raises(ValueError, match="neither lam nor n_outliers"):
             a.outlier_probability(X)
+    with pytest.raises(ValueError, match="Give at most one of lam and n_outliers"):
+        RobustKMeans(3, lam="chi2", n_outliers=20).fit(X)
 
 
 def test_refit_with_a_count_clears_the_noise_model():
@@ -170,7 +169,7 @@ def test_a_dask_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_model():
     m.fit(da.from_array(X, chunks=100))
     assert m.outlier_probability_ is None and m.noise_proportion_ is None
     assert m.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
-    with pytest.raises(ValueError, match="default_rule='noise'"):
+    with pytest.raises(ValueError, match="neither lam nor n_outliers"):
         m.outlier_probability(X)
 
 
@@ -194,7 +193,7 @@ def test_mixture_default_flags_at_most_two_percent_of_standardised_real_data(
     assert m.lambda_rule() == NOISE_RULE
     if covariance_type == "tied_spherical":
         # the chi^2 rule flags 4 (iris), 8 (wine) and 66 (breast cancer)
-        old = RobustGaussianMixture(k, random_state=0, default_rule="chi2").fit(X)
+        old = RobustGaussianMixture(k, random_state=0, lam="chi2").fit(X)
         assert old.n_outliers_ > max(m.n_outliers_, 0.02 * len(X))
 
 
@@ -207,7 +206,7 @@ def test_mixture_default_flags_at_most_two_percent_of_standardised_digits(covari
     assert m.n_outliers_ <= 0.02 * len(X)  # measured: 24 of 1,797
     assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
     if covariance_type == "tied_spherical":  # the chi^2 rule: 163 (9.1%)
-        old = RobustGaussianMixture(10, random_state=0, default_rule="chi2").fit(X)
+        old = RobustGaussianMixture(10, random_state=0, lam="chi2").fit(X)
         assert old.n_outliers_ > 0.05 * len(X)
 
 
@@ -225,7 +224,7 @@ def test_mixture_default_finds_planted_uniform_noise(fraction, covariance_type):
     assert m.lambda_rule() == NOISE_RULE
     if fraction == 0.6:  # the chi^2 rule flags none of the 450
         old = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0,
-                                    default_rule="chi2").fit(X)
+                                    lam="chi2").fit(X)
         assert old.n_outliers_ < 0.2 * n_planted
 
 
@@ -282,7 +281,7 @@ def test_mixture_noise_model_starts_from_the_mixtures_initial_means(monkeypatch)
     monkeypatch.setattr(base, "default_count", recording)
     X, _ = _blobs_with_noise(0.1)
     start = X[[0, 100, 200]]
-    m = RobustGaussianMixture(3, means_init=start, n_init=1).fit(X)
+    m = RobustGaussianMixture(3, init=start, n_init=1).fit(X)
     (Xi, starts), = seen
     assert len(starts) == 1
     # internal units: centred (the data's mean), scale 1 for data of ordinary magnitude
@@ -319,7 +318,7 @@ MAIN_CHI2 = {
 def test_mixture_chi2_rule_is_the_earlier_default(data, covariance_type):
     X = _blobs_with_noise(0.1)[0] if data == "blobs" else _loaded(datasets.load_iris)
     m = RobustGaussianMixture(3, covariance_type=covariance_type, n_init=3, random_state=0,
-                              default_rule="chi2").fit(X)
+                              lam="chi2").fit(X)
     lam, count, objective, flagged, means_sum, cov_sum = MAIN_CHI2[data, covariance_type]
     assert m.lambda_ == pytest.approx(lam, rel=1e-12)
     assert m.n_outliers_ == count
@@ -331,17 +330,13 @@ def test_mixture_chi2_rule_is_the_earlier_default(data, covariance_type):
     assert m.lambda_rule() == CHI2_RULE
 
 
-def test_mixture_explicit_lam_and_count_ignore_the_default_rule():
+def test_mixture_explicit_lam_and_count_fit_no_noise_model():
     X, _ = _blobs_with_noise(0.1)
     for params in ({"lam": 3.0}, {"n_outliers": 20}):
         a = RobustGaussianMixture(3, random_state=0, n_init=3, **params).fit(X)
-        b = RobustGaussianMixture(3, random_state=0, n_init=3, default_rule="chi2",
-                                  **params).fit(X)
-        np.testing.assert_array_equal(a.labels_, b.labels_)
-        assert a.lambda_ == b.lambda_ and a.objective_ == b.objective_
         assert a.outlier_probability_ is None and a.noise_proportion_ is None
         assert a.inlier_flag_rate_ is None
-        with pytest.raises(ValueError, match="default_rule='noise'"):
+        with pytest.raises(ValueError, match="neither lam nor n_outliers"):
             a.outlier_probability(X)
 
 
@@ -382,7 +377,7 @@ def test_sparse_input_and_many_features_keep_the_chi2_rule(cls):
     X, _ = _blobs_with_noise(0.1)
     X = X - X.min(axis=0)
     a = cls(3, random_state=0, n_init=2).fit(sp.csr_matrix(X))
-    b = cls(3, random_state=0, n_init=2, default_rule="chi2").fit(sp.csr_matrix(X))
+    b = cls(3, random_state=0, n_init=2, lam="chi2").fit(sp.csr_matrix(X))
     assert a.outlier_probability_ is None and a.noise_proportion_ is None
     assert a.lambda_ == b.lambda_ and a.lambda_rule() == b.lambda_rule() == CHI2_RULE
     # more than MAX_FEATURES features: the chi2 rule (full covariances cost too much)
@@ -390,7 +385,7 @@ def test_sparse_input_and_many_features_keep_the_chi2_rule(cls):
     wide = np.vstack([c + rng.normal(size=(100, noise.MAX_FEATURES + 1))
                       for c in (0.0, 10.0, 20.0)])
     a = cls(3, random_state=0, n_init=1).fit(wide)
-    b = cls(3, random_state=0, n_init=1, default_rule="chi2").fit(wide)
+    b = cls(3, random_state=0, n_init=1, lam="chi2").fit(wide)
     assert a.outlier_probability_ is None and a.lambda_rule() == CHI2_RULE
     assert a.lambda_ == b.lambda_
     np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
@@ -405,12 +400,12 @@ def test_mixture_constant_features_are_left_out_of_the_volume():
     np.testing.assert_allclose(a.outlier_probability_, b.outlier_probability_, atol=1e-8)
 
 
-def test_bad_default_rule_is_refused_with_a_clear_error():
+def test_bad_lambda_rule_is_refused_with_a_clear_error():
     X, _ = _blobs_with_noise(0.1)
     for cls in (RobustKMeans, RobustGaussianMixture):
-        with pytest.raises(ValueError, match=f"'default_rule' parameter of {cls.__name__} "
-                                             "must be a str among .*Got 'mclust' instead"):
-            cls(3, default_rule="mclust").fit(X)
+        with pytest.raises(ValueError, match=f"'lam' parameter of {cls.__name__} "
+                                             ".*Got 'mclust' instead"):
+            cls(3, lam="mclust").fit(X)
 
 
 @pytest.mark.parametrize("cls", [RobustKMeans, RobustGaussianMixture])
@@ -419,41 +414,41 @@ def test_model_file_keeps_which_default_rule_was_used_for_both_estimators(tmp_pa
 
     X, _ = _blobs_with_noise(0.1)
     for rule, description in (("noise", NOISE_RULE), ("chi2", CHI2_RULE)):
-        m = cls(3, random_state=0, n_init=3, default_rule=rule).fit(X)
+        m = cls(3, random_state=0, n_init=3, lam=None if rule == "noise" else "chi2").fit(X)
         path = tmp_path / f"{cls.__name__}-{rule}.npz"
         save_model(m, path)
         back = load_model(path)
         assert m.lambda_rule() == description and back.lambda_rule() == description
-        assert back.get_params()["default_rule"] == rule
+        assert back.get_params()["lam"] == (None if rule == "noise" else "chi2")
         # saved when set (the noise rule), absent otherwise
         assert getattr(back, "noise_proportion_", None) == m.noise_proportion_
         assert getattr(back, "inlier_flag_rate_", None) == m.inlier_flag_rate_
         assert (m.noise_proportion_ is None) == (rule == "chi2")
         np.testing.assert_array_equal(back.predict(X), m.predict(X))
         # the noise model itself is not in the file: the message says so
-        match = "model files do not keep" if rule == "noise" else "default_rule='noise'"
+        match = "model files do not keep" if rule == "noise" else "neither lam nor n_outliers"
         with pytest.raises(ValueError, match=match):
             back.outlier_probability(X)
 
 
 def test_model_file_of_an_earlier_mixture_reads_as_the_chi2_rule(tmp_path):
-    """A file written before default_rule existed (no such parameter, no noise
+    """A file written before the noise rule existed (lam None, no noise
     attributes) loads with the chi2 description, as its fit used."""
     from robustclust._model_io import load_model, save_model
 
     X, _ = _blobs_with_noise(0.1)
-    m = RobustGaussianMixture(3, random_state=0, n_init=2, default_rule="chi2").fit(X)
+    m = RobustGaussianMixture(3, random_state=0, n_init=2, lam="chi2").fit(X)
     path = tmp_path / "m.npz"
     save_model(m, path)
     with np.load(path) as f:
         arrays = {k: f[k] for k in f.files}
     meta = json.loads(str(arrays["__robustclust_model__"]))
-    del meta["estimator"]["params"]["default_rule"]
+    meta["estimator"]["params"]["lam"] = None
     assert not any("noise" in k for k in meta["estimator"]["attributes"])
     arrays["__robustclust_model__"] = np.array(json.dumps(meta))
     np.savez(path, **arrays)
     back = load_model(path)
-    assert back.default_rule == "noise"  # the class default; the fit's rule was chi2
+    assert back.lam is None  # the class default; the fit's rule was chi2
     assert back.lambda_rule() == CHI2_RULE
     np.testing.assert_array_equal(back.predict(X), m.predict(X))
 
@@ -494,26 +489,25 @@ def test_a_dask_mixture_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_mode
     assert m.outlier_probability_ is None and m.noise_proportion_ is None
     assert m.inlier_flag_rate_ is None
     assert m.lambda_rule() == CHI2_RULE
-    with pytest.raises(ValueError, match="default_rule='noise'"):
+    with pytest.raises(ValueError, match="neither lam nor n_outliers"):
         m.outlier_probability(X)
-    ref = RobustGaussianMixture(3, default_rule="chi2", **kw).fit(X)
+    ref = RobustGaussianMixture(3, lam="chi2", **kw).fit(X)
     assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
     np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
 
 
 def test_the_kernel_mixture_keeps_its_own_default():
-    """KernelRobustGaussianMixture has no default_rule: its Nystroem fit runs a
+    """KernelRobustGaussianMixture has no noise rule: its Nystroem fit runs a
     RobustGaussianMixture with the chi2 rule (its documented default)."""
     from robustclust import KernelRobustGaussianMixture
 
     X, _ = _blobs_with_noise(0.1)
-    assert "default_rule" not in KernelRobustGaussianMixture().get_params()
-    m = KernelRobustGaussianMixture(3, kernel="rbf", gamma=0.05, approximation="nystroem",
-                                    n_landmarks=40, n_init=2, random_state=0).fit(X)
-    assert m.approximate_model_.default_rule == "chi2"
+    assert "chi2" not in str(KernelRobustGaussianMixture._parameter_constraints["lam"])
+    m = KernelRobustGaussianMixture(3, kernel="rbf", kernel_params={"gamma": 0.05}, n_landmarks=40, n_init=2, random_state=0).fit(X)
+    assert m.approximate_model_.lam == "chi2"
     assert m.approximate_model_.noise_proportion_ is None
     ref = RobustGaussianMixture(3, init="robust-kmeans", n_init=2, random_state=0,
-                                default_rule="chi2").fit(m.nystroem_.transform(X))
+                                lam="chi2").fit(m.nystroem_.transform(X))
     assert m.lambda_ == pytest.approx(ref.lambda_, rel=1e-12)
     np.testing.assert_array_equal(m.outlier_mask_, ref.outlier_mask_)
 

@@ -99,13 +99,13 @@ def test_robust_methods_beat_plain_kmeans(demo_run, n_outliers):
 def test_fit_warnings_are_suppressed_and_counted(monkeypatch):
     class Noisy(demo.RobustKMeans):
         def fit(self, X, y=None, sample_weight=None):
-            if self.n_outliers == 80 and not self.weighted and self.q == 1.0:
+            if self.n_outliers == 80 and self.penalty == "group" and self.fuzzifier == 1.0:
                 warnings.warn("count missed", OutlierCountWarning, stacklevel=2)
             return super().fit(X, y, sample_weight)
 
     monkeypatch.setattr(demo, "METHODS", {
         "hard K-means": (demo.RobustKMeans, {"lam": float("inf")}, False),
-        "hard RKM": (Noisy, {"q": 1.0}, True),
+        "hard RKM": (Noisy, {"fuzzifier": 1.0}, True),
     })
     out = io.StringIO()
     with warnings.catch_warnings():

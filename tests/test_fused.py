@@ -81,7 +81,7 @@ def test_fused_path_is_kmeans_at_infinite_lambda():
     np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(weighted=True), dict(penalty="elementwise")])
+@pytest.mark.parametrize("kw", [dict(), dict(penalty="log"), dict(penalty="elementwise")])
 def test_fused_path_equals_numpy_path_along_a_warm_started_path(monkeypatch, kw):
     # warm starts carry the fused pass's cluster sums from one lambda to the
     # next; they must not leak a stale M-step into the new lambda
@@ -105,7 +105,7 @@ def _same_path_both_ways(monkeypatch, est, X, switch, on, off, n_lambdas):
 
 
 @pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, penalty="elementwise"),
-                                dict(lam=0.05, weighted=True), dict(n_outliers=40)])
+                                dict(lam=0.05, penalty="log"), dict(n_outliers=40)])
 def test_fused_cold_start_equals_numpy_cold_start(monkeypatch, kw):
     from robustclust.datasets import make_blobs_with_outliers
     X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
@@ -573,7 +573,7 @@ def _count_settled_passes(monkeypatch):
     return count
 
 
-@pytest.mark.parametrize("kw", [dict(lam=6.0), dict(n_outliers=150), dict(lam=0.2, weighted=True)])
+@pytest.mark.parametrize("kw", [dict(lam=6.0), dict(n_outliers=150), dict(lam=0.2, penalty="log")])
 def test_fits_with_distance_bounds_equal_fits_without(monkeypatch, kw):
     X, _ = _overlapping(n=4000, p=16, C=5, seed=3)
     est = dict(n_init=2, random_state=0, tol=1e-8, **kw)

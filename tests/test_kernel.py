@@ -195,9 +195,9 @@ def test_linear_kernel_reproduces_robust_kmeans(q, weighted, how):
     data, labels0 = _blobs()
     X = data.X + 50.0  # off-centre data: the kernel is centred internally
     kw = dict(lam=3.0) if how == "lam" else dict(n_outliers=40)
-    ours = KernelRobustKMeans(4, kernel="linear", q=q, weighted=weighted, eps=0.01,
+    ours = KernelRobustKMeans(4, kernel="linear", fuzzifier=q, penalty="log" if weighted else "group", eps=0.01,
                               init=labels0, n_init=1, **kw).fit(X)
-    ref = RobustKMeans(4, q=q, weighted=weighted, eps=0.01,  # the kernel fit is unrefined
+    ref = RobustKMeans(4, fuzzifier=q, penalty="log" if weighted else "group", eps=0.01,  # the kernel fit is unrefined
                        init=_group_means(X, labels0, 4), n_init=1, refine=False, **kw).fit(X)
     np.testing.assert_array_equal(ours.labels_, ref.labels_)
     np.testing.assert_array_equal(ours.outlier_mask_, ref.outlier_mask_)
@@ -214,9 +214,9 @@ def test_linear_kernel_reproduces_robust_kmeans(q, weighted, how):
 def test_linear_kernel_reproduces_spherical_rpc(weighted):
     data, labels0 = _blobs()
     kw = dict(lam=2.5) if not weighted else dict(lam=1.0)
-    ours = KernelRobustGaussianMixture(4, kernel="linear", weighted=weighted, init=labels0,
+    ours = KernelRobustGaussianMixture(4, kernel="linear", penalty="log" if weighted else "group", init=labels0,
                                        n_init=1, **kw).fit(data.X)
-    ref = RobustGaussianMixture(4, covariance_type="tied_spherical", weighted=weighted,
+    ref = RobustGaussianMixture(4, covariance_type="tied_spherical", penalty="log" if weighted else "group",
                                 init=_group_means(data.X, labels0, 4), n_init=1,
                                 **kw).fit(data.X)
     assert ours.feature_dim_ == 2
@@ -231,14 +231,14 @@ def test_linear_kernel_reproduces_spherical_rpc(weighted):
 
 # -- cost never increases ----------------------------------------------------------------
 @pytest.mark.parametrize("est", [
-    KernelRobustKMeans(3, kernel="rbf", gamma=0.3, lam=0.8, n_init=2, random_state=0),
-    KernelRobustKMeans(3, kernel="rbf", gamma=0.3, lam=0.8, q=1.3, n_init=2, random_state=0),
-    KernelRobustKMeans(3, kernel="rbf", gamma=0.3, n_outliers=5, weighted=True, n_init=2,
+    KernelRobustKMeans(3, kernel="rbf", kernel_params={"gamma": 0.3}, lam=0.8, n_init=2, random_state=0),
+    KernelRobustKMeans(3, kernel="rbf", kernel_params={"gamma": 0.3}, fuzzifier=1.3, lam=0.8, n_init=2, random_state=0),
+    KernelRobustKMeans(3, kernel="rbf", kernel_params={"gamma": 0.3}, penalty="log", n_outliers=5, n_init=2,
                        random_state=0),
-    KernelRobustKMeans(3, kernel="poly", degree=2, n_outliers=5, q=1.5, weighted=True,
+    KernelRobustKMeans(3, kernel="poly", kernel_params={"degree": 2}, fuzzifier=1.5, penalty="log", n_outliers=5,
                        n_init=2, random_state=0),
-    KernelRobustGaussianMixture(3, kernel="rbf", gamma=0.3, lam=1.5, n_init=2, random_state=0),
-    KernelRobustGaussianMixture(3, kernel="rbf", gamma=0.3, lam=0.5, weighted=True, n_init=2,
+    KernelRobustGaussianMixture(3, kernel="rbf", kernel_params={"gamma": 0.3}, lam=1.5, n_init=2, random_state=0),
+    KernelRobustGaussianMixture(3, kernel="rbf", kernel_params={"gamma": 0.3}, penalty="log", lam=0.5, n_init=2,
                                 random_state=0),
 ], ids=["hard", "soft", "hard-weighted", "poly-soft-weighted", "krpc", "krpc-weighted"])
 def test_objective_never_increases(est):
@@ -261,14 +261,14 @@ def _ring_report(data, est):
 
 def test_rings_krkm_and_krpc_separate_the_rings():
     data = make_rings_with_outliers(random_state=0)
-    krkm = KernelRobustKMeans(2, kernel="rbf", gamma=0.2, q=1.1, n_outliers=60, n_init=10,
+    krkm = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 0.2}, fuzzifier=1.1, n_outliers=60, n_init=10,
                               random_state=0).fit(data.X)
     assert krkm.n_outliers_ == 60
     ari, outside, between = _ring_report(data, krkm)
     assert ari >= 0.9
     assert outside >= 27  # of 30; 28 is the most any distance rule can reach (next test)
     # KRPC started from the KRKM partition (the memberships, outliers included)
-    krpc = KernelRobustGaussianMixture(2, kernel="rbf", gamma=0.2, n_outliers=60,
+    krpc = KernelRobustGaussianMixture(2, kernel="rbf", kernel_params={"gamma": 0.2}, n_outliers=60,
                                        init=krkm.memberships_.argmax(axis=1),
                                        n_init=1).fit(data.X)
     assert krpc.n_outliers_ == 60
@@ -292,9 +292,9 @@ def test_rings_all_outside_outliers_are_out_of_reach_at_gamma_02():
             dist.append(np.diag(K) - 2 * K @ b + b @ K @ b)
         far = np.argsort(-np.min(dist, axis=0))[:60]
         assert (data.outlier_region[far] == "outside").sum() <= max_outside
-    wide = KernelRobustKMeans(2, kernel="rbf", gamma=0.2, q=1.1, n_outliers=60, n_init=10,
+    wide = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 0.2}, fuzzifier=1.1, n_outliers=60, n_init=10,
                               random_state=0).fit(data.X)
-    narrow = KernelRobustKMeans(2, kernel="rbf", gamma=1.0, q=1.1, n_outliers=60, n_init=10,
+    narrow = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 1.0}, fuzzifier=1.1, n_outliers=60, n_init=10,
                                 random_state=0).fit(data.X)
     assert _ring_report(data, narrow)[0] >= 0.9
     assert _ring_report(data, narrow)[2] >= _ring_report(data, wide)[2] + 10
@@ -304,7 +304,7 @@ def test_rings_all_outside_outliers_are_out_of_reach_at_gamma_02():
 def test_callable_and_homogeneous_poly_kernels_match():
     X, _, _ = _problem(3, n=60)
     common = dict(lam=1.0, n_init=3, random_state=0)
-    a = KernelRobustKMeans(3, kernel="poly", degree=3, gamma=1.0, coef0=0.0, **common).fit(X)
+    a = KernelRobustKMeans(3, kernel="poly", kernel_params={"degree": 3, "gamma": 1.0, "coef0": 0.0}, **common).fit(X)
     b = KernelRobustKMeans(3, kernel=lambda A, B: (A @ B.T) ** 3, **common).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-10)
@@ -325,7 +325,7 @@ def test_precomputed_equals_rbf_and_gamma_default_is_median_heuristic():
 
 def test_predict_on_training_points_matches_hard_fit():
     data = make_rings_with_outliers(random_state=0)
-    est = KernelRobustKMeans(2, kernel="rbf", gamma=0.2, n_outliers=60, n_init=5,
+    est = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 0.2}, n_outliers=60, n_init=5,
                              random_state=0).fit(data.X)
     predicted = est.predict(data.X)
     assert np.mean(predicted == est.labels_) >= 0.99
@@ -343,15 +343,15 @@ def test_precomputed_kernel_errors_and_shift():
     S = (A + A.T) / 2  # indefinite
     with pytest.raises(ValueError, match="not positive semidefinite: its smallest eigenvalue"):
         KernelRobustKMeans(2, kernel="precomputed", lam=1.0).fit(S)
-    est = KernelRobustKMeans(2, kernel="precomputed", lam=1.0, psd_shift=True,
+    est = KernelRobustKMeans(2, kernel="precomputed", lam=1.0, kernel_params={"psd_shift": True},
                              random_state=0).fit(S)
     assert est.labels_.shape == (20,)
     with pytest.raises(ValueError, match="square"):
         KernelRobustKMeans(2, kernel="precomputed").fit(np.ones((3, 4)))
     with pytest.raises(ValueError, match="kernel='precomputed'"):
         est.predict(S)
-    with pytest.raises(ValueError, match="nystroem"):
-        KernelRobustKMeans(2, kernel="precomputed", approximation="nystroem").fit(S @ S)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        KernelRobustKMeans(2, kernel="precomputed", n_landmarks=100).fit(S @ S)
 
 
 def test_init_labels_errors():
@@ -386,8 +386,7 @@ def test_spectral_init_recovers_planted_graph_communities():
 
 def test_nystroem_runs_the_linear_solver_on_approximate_features():
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
-    est = KernelRobustKMeans(4, kernel="rbf", gamma=0.2, approximation="nystroem",
-                             n_landmarks=150, n_outliers=40, n_init=3,
+    est = KernelRobustKMeans(4, kernel="rbf", kernel_params={"gamma": 0.2}, n_landmarks=150, n_outliers=40, n_init=3,
                              random_state=0).fit(data.X)
     Z = est.nystroem_.transform(data.X)
     ref = RobustKMeans(4, n_outliers=40, init="k-means++", n_init=3, refine=False,
@@ -415,7 +414,7 @@ def test_regularization_path_with_linear_kernel_matches_linear_path():
 def test_default_lambda_rules():
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
     lin = KernelRobustKMeans(4, kernel="linear", n_init=3, random_state=0).fit(data.X)
-    ref = RobustKMeans(4, n_init=3, random_state=0, default_rule="chi2").fit(data.X)
+    ref = RobustKMeans(4, n_init=3, random_state=0, lam="chi2").fit(data.X)
     # the chi^2 rule with p features, as RobustKMeans's (initial centres differ slightly)
     assert lin.lambda_ == pytest.approx(ref.lambda_, rel=0.05)
     # no dimension for the RBF feature space: median + z * 1.4826 * MAD of the
@@ -423,7 +422,7 @@ def test_default_lambda_rules():
     data = make_rings_with_outliers(random_state=0)
     # (pinned to the k-means++ start the 1e-3 was measured with: the rule is applied
     # at the best restart, and the refit from it moves lambda's fixed point a little)
-    rbf = KernelRobustKMeans(2, kernel="rbf", gamma=1.0, init="k-means++", n_init=3,
+    rbf = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 1.0}, init="k-means++", n_init=3,
                              random_state=0).fit(data.X)
     K = rbf_kernel(data.X, gamma=1.0)
     B = rbf.dual_coef_
@@ -440,8 +439,8 @@ def test_integer_sample_weight_equals_repetition():
     w = rng.integers(1, 4, size=len(X))
     labels0 = np.arange(len(X)) % 3
     Xr, lr = np.repeat(X, w, axis=0), np.repeat(labels0, w)
-    a = KernelRobustKMeans(3, gamma=0.1, lam=0.9, init=labels0, n_init=1).fit(X, sample_weight=w)
-    b = KernelRobustKMeans(3, gamma=0.1, lam=0.9, init=lr, n_init=1).fit(Xr)
+    a = KernelRobustKMeans(3, kernel_params={"gamma": 0.1}, lam=0.9, init=labels0, n_init=1).fit(X, sample_weight=w)
+    b = KernelRobustKMeans(3, kernel_params={"gamma": 0.1}, lam=0.9, init=lr, n_init=1).fit(Xr)
     np.testing.assert_array_equal(np.repeat(a.labels_, w), b.labels_)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
     np.testing.assert_array_equal(a.predict(X[:10]), b.predict(X[:10]))
@@ -449,8 +448,8 @@ def test_integer_sample_weight_equals_repetition():
 
 def test_nystroem_with_a_callable_kernel_equals_the_named_kernel():
     X, _, _ = _problem(7, n=60)
-    common = dict(approximation="nystroem", n_landmarks=20, lam=0.8, n_init=2, random_state=0)
-    named = KernelRobustKMeans(3, kernel="rbf", gamma=0.1, **common).fit(X)
+    common = dict(n_landmarks=20, lam=0.8, n_init=2, random_state=0)
+    named = KernelRobustKMeans(3, kernel="rbf", kernel_params={"gamma": 0.1}, **common).fit(X)
     own = KernelRobustKMeans(3, kernel=lambda A, B: rbf_kernel(A, B, gamma=0.1),
                              **common).fit(X)
     np.testing.assert_array_equal(named.labels_, own.labels_)
@@ -459,7 +458,7 @@ def test_nystroem_with_a_callable_kernel_equals_the_named_kernel():
 
 @pytest.mark.parametrize("make", [
     lambda: KernelRobustKMeans(4, lam=1.2, n_init=2, random_state=0),
-    lambda: KernelRobustKMeans(4, kernel="linear", q=1.5, lam=4.0, n_init=2, random_state=0),
+    lambda: KernelRobustKMeans(4, kernel="linear", fuzzifier=1.5, lam=4.0, n_init=2, random_state=0),
     lambda: KernelRobustGaussianMixture(4, n_init=2, random_state=0),
 ], ids=["krkm-rbf", "krkm-linear", "krpc-rbf"])
 def test_sparse_input_gives_the_dense_result(make):

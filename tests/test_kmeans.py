@@ -52,7 +52,7 @@ def test_q_to_one_approaches_the_hard_solution():
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
     init = X[[0, 60, 110, 160]]
     hard = RobustKMeans(4, lam=5.0, init=init, n_init=1, tol=1e-12).fit(X)
-    soft = RobustKMeans(4, lam=5.0, q=1.001, init=init, n_init=1, tol=1e-12,
+    soft = RobustKMeans(4, lam=5.0, fuzzifier=1.001, init=init, n_init=1, tol=1e-12,
                         max_iter=3000).fit(X)
     # u_nc = (d_min / d_nc)^(1/(q-1)) / sum: the memberships become 0/1 ...
     assert np.abs(soft.memberships_ - hard.memberships_).max() < 1e-3
@@ -63,7 +63,7 @@ def test_q_to_one_approaches_the_hard_solution():
 
 def test_soft_lambda_inf_is_fuzzy_cmeans_fixed_point():
     X = _blobs(2)
-    m = RobustKMeans(3, lam=np.inf, q=2.0, n_init=1, random_state=0, tol=1e-12,
+    m = RobustKMeans(3, lam=np.inf, fuzzifier=2.0, n_init=1, random_state=0, tol=1e-12,
                      max_iter=1000).fit(X)
     U = m.memberships_
     D = ((X[:, None] - m.cluster_centers_[None]) ** 2).sum(-1)
@@ -72,7 +72,7 @@ def test_soft_lambda_inf_is_fuzzy_cmeans_fixed_point():
 
 
 # -- reproducibility and dtypes ---------------------------------------------------------
-@pytest.mark.parametrize("kw", [dict(), dict(n_outliers=10), dict(q=1.5, lam=4.0)])
+@pytest.mark.parametrize("kw", [dict(), dict(n_outliers=10), dict(fuzzifier=1.5, lam=4.0)])
 def test_random_state_reproduces_the_fit(kw):
     X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
     a = RobustKMeans(4, random_state=7, **kw).fit(X)
@@ -82,7 +82,7 @@ def test_random_state_reproduces_the_fit(kw):
     assert a.lambda_ == b.lambda_
 
 
-@pytest.mark.parametrize("kw", [dict(lam=5.0), dict(q=1.5, lam=5.0), dict(n_outliers=40)])
+@pytest.mark.parametrize("kw", [dict(lam=5.0), dict(fuzzifier=1.5, lam=5.0), dict(n_outliers=40)])
 def test_float32_in_float32_out(kw):
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
     m64 = RobustKMeans(4, random_state=0, **kw).fit(X)
@@ -96,7 +96,7 @@ def test_float32_in_float32_out(kw):
 
 
 # -- outliers by count ---------------------------------------------------------------
-@pytest.mark.parametrize("kw", [dict(), dict(q=1.5), dict(weighted=True), dict(q=1.5, weighted=True)])
+@pytest.mark.parametrize("kw", [dict(), dict(fuzzifier=1.5), dict(penalty="log"), dict(fuzzifier=1.5, penalty="log")])
 def test_n_outliers_flags_exactly_s_on_the_paper_set(kw):
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
     m = RobustKMeans(4, n_outliers=80, random_state=0, **kw).fit(data.X)
@@ -121,7 +121,7 @@ def test_weighted_reduces_the_shrinkage_bias():
     # the paper's (unrefined) estimator shrinks the flagged residuals; the
     # refined fit (o_n = x_n - m_c) has no shrinkage bias and does better still
     plain = RobustKMeans(4, n_outliers=80, random_state=0, refine=False).fit(data.X)
-    weighted = RobustKMeans(4, n_outliers=80, weighted=True, random_state=0).fit(data.X)
+    weighted = RobustKMeans(4, n_outliers=80, penalty="log", random_state=0).fit(data.X)
     refined = RobustKMeans(4, n_outliers=80, random_state=0).fit(data.X)
     assert center_rmse(data.centers, weighted.cluster_centers_) < \
         0.7 * center_rmse(data.centers, plain.cluster_centers_)
@@ -208,7 +208,7 @@ def test_chi2_default_lambda_flags_about_one_in_a_thousand_gaussian_inliers():
     rng = np.random.default_rng(0)
     means = np.array([[0, 0, 0], [20, 0, 0], [0, 20, 0]], dtype=float)
     X = np.vstack([m + 2.0 * rng.normal(size=(4000, 3)) for m in means])
-    m = RobustKMeans(3, random_state=0, n_init=3, default_rule="chi2").fit(X)
+    m = RobustKMeans(3, random_state=0, n_init=3, lam="chi2").fit(X)
     rate = m.n_outliers_ / len(X)
     assert 0.0 < rate < 0.004
     # threshold lambda_/2 = sigma * sqrt(chi2_3 quantile 0.999) with sigma = 2
@@ -254,7 +254,7 @@ def test_l0_cost_for_restarts_uses_the_weights():
 
 def test_default_weighted_lambda_does_not_depend_on_units():
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
-    masks = [RobustKMeans(4, weighted=True, random_state=0).fit(X * scale).outlier_mask_
+    masks = [RobustKMeans(4, penalty="log", random_state=0).fit(X * scale).outlier_mask_
              for scale in (1.0, 100.0, 1e4)]
     plain = RobustKMeans(4, random_state=0).fit(X).outlier_mask_
     assert plain.sum() > 0
@@ -263,7 +263,7 @@ def test_default_weighted_lambda_does_not_depend_on_units():
         np.testing.assert_array_equal(mask, masks[0])
 
 
-@pytest.mark.parametrize("kw", [dict(lam=4.0), dict(lam=4.0, q=1.5), dict(n_outliers=40)])
+@pytest.mark.parametrize("kw", [dict(lam=4.0), dict(lam=4.0, fuzzifier=1.5), dict(n_outliers=40)])
 def test_translation_does_not_change_the_fit(kw):
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
     a = RobustKMeans(4, random_state=0, **kw).fit(X)
@@ -284,8 +284,8 @@ def test_zero_weight_points_do_not_move_centres():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, q=1.5), dict(lam=2.0, penalty="elementwise"),
-                                dict(n_outliers=15), dict(lam=3.0, weighted=True)])
+@pytest.mark.parametrize("kw", [dict(lam=3.0), dict(lam=3.0, fuzzifier=1.5), dict(lam=2.0, penalty="elementwise"),
+                                dict(n_outliers=15), dict(lam=3.0, penalty="log")])
 def test_sparse_input_gives_the_dense_result(kw, dtype):
     rng = np.random.default_rng(0)
     X = _blobs(5, n=200, p=6)
@@ -315,7 +315,7 @@ def test_empty_clusters_are_reseeded_never_nan():
 
 
 # -- predict, scores, transform --------------------------------------------------------------
-@pytest.mark.parametrize("kw", [dict(n_outliers=40), dict(n_outliers=40, q=1.5), dict(lam=5.0, weighted=True)])
+@pytest.mark.parametrize("kw", [dict(n_outliers=40), dict(n_outliers=40, fuzzifier=1.5), dict(lam=5.0, penalty="log")])
 def test_predict_on_training_points_mostly_agrees(kw):
     data = make_blobs_with_outliers(n_outliers=40, random_state=0)
     m = RobustKMeans(4, random_state=0, **kw).fit(data.X)
@@ -387,7 +387,7 @@ X_OK = _blobs(0, n=30)
     (np.empty((0, 3)), dict(n_clusters=2), ValueError, "0 sample"),
     (X_OK, dict(n_clusters=31), ValueError, "n_samples=30 should be >= n_clusters=31"),
     (X_OK, dict(lam=-1.0), ValueError, "'lam' parameter"),
-    (X_OK, dict(q=0.5), ValueError, "'q' parameter"),
+    (X_OK, dict(fuzzifier=0.5), ValueError, "'fuzzifier' parameter"),
     (X_OK, dict(n_outliers=30), ValueError, "n_outliers=30 must be smaller than the number of samples"),
     (X_OK, dict(n_outliers=-1), ValueError, "'n_outliers' parameter"),
     (X_OK, dict(n_outliers=0.7), ValueError, "'n_outliers' parameter"),

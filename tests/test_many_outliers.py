@@ -161,8 +161,8 @@ def _summary(est):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: RobustKMeans(3, q=1.5, lam=0.5, random_state=0, n_init=2),
-    lambda: RobustKMeans(3, q=2.0, lam=1.0, weighted=True, random_state=0, n_init=2),
+    lambda: RobustKMeans(3, fuzzifier=1.5, lam=0.5, random_state=0, n_init=2),
+    lambda: RobustKMeans(3, fuzzifier=2.0, penalty="log", lam=1.0, random_state=0, n_init=2),
     lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="tied_spherical",
                                   random_state=0, n_init=1),
     lambda: RobustGaussianMixture(3, lam=0.4, covariance_type="tied", random_state=0,
@@ -184,7 +184,7 @@ def test_fits_with_most_points_flagged_are_the_k_row_fits(monkeypatch, make):
 # -- the path's stopping rule ------------------------------------------------------------
 def _soft_solver(tol=1e-6):
     X = make_blobs_with_outliers(n_outliers=40, n_per_cluster=60, random_state=1).X
-    problem = RobustKMeans(3, q=1.5, random_state=0, n_init=1, tol=tol).build_problem(X)
+    problem = RobustKMeans(3, fuzzifier=1.5, random_state=0, n_init=1, tol=tol).build_problem(X)
     return problem.solver, problem.inits[0]
 
 
@@ -238,7 +238,7 @@ def test_soft_path_with_every_point_flagged_stops_on_the_centres():
     # rows drift with the memberships for hundreds of iterations; the path's
     # rule stops on the centres, and flags what the fit's rule flags
     X = make_blobs_with_outliers(n_outliers=40, n_per_cluster=60, random_state=1).X
-    est = RobustKMeans(3, q=1.5, random_state=0, n_init=1)
+    est = RobustKMeans(3, fuzzifier=1.5, random_state=0, n_init=1)
     loose = regularization_path(est, X, n_lambdas=30)
     exact = regularization_path(est, X, n_lambdas=30, path_tol=1.0)
     assert loose.n_outliers[-1] == len(X)
@@ -264,7 +264,7 @@ def test_path_rules_by_stage_and_tolerance(monkeypatch, path_tol, unweighted):
 
     monkeypatch.setattr(Solver, "run", spy)
     X = make_blobs_with_outliers(n_outliers=20, n_per_cluster=40, random_state=1).X
-    est = RobustKMeans(3, q=1.5, weighted=True, random_state=0, n_init=1, tol=1e-6)
+    est = RobustKMeans(3, fuzzifier=1.5, penalty="log", random_state=0, n_init=1, tol=1e-6)
     regularization_path(est, X, n_lambdas=4, path_tol=path_tol)
     path_runs = [r for r in seen if r[2] is not None]
     factor = 10.0 if path_tol is None else path_tol

@@ -31,7 +31,7 @@ _data = gaussian_clusters_with_noise
 def test_cost_of_eq8_never_increases(covariance_type, weighted, seed):
     X = _data(seed)
     lam = [0.5, 1.5, 3.0][seed % 3]
-    m = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type, weighted=weighted,
+    m = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type, penalty="log" if weighted else "group",
                               n_init=1, random_state=seed, tol=0, max_iter=80).fit(X)
     h = m.objective_history_
     assert np.all(np.diff(h) <= 1e-9 * max(1.0, abs(h[0]))), np.diff(h).max()
@@ -151,7 +151,7 @@ def test_feature_scale_does_not_overflow_or_change_labels(scale):
     np.testing.assert_allclose(b.means_ / scale, a.means_, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(weighted=True)])
+@pytest.mark.parametrize("kw", [dict(), dict(penalty="log")])
 def test_n_outliers_on_the_paper_set(kw):
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
     m = RobustGaussianMixture(4, n_outliers=80, random_state=0, **kw).fit(data.X)
@@ -176,7 +176,7 @@ def test_default_lambda_and_attributes():
     means = np.array([[0.0, 0, 0], [12, 0, 0], [0, 12, 0]])
     X = np.vstack([m + rng.normal(size=(2000, 3)) for m in means])
     # the chi^2 rule (the default is the noise count: tests/test_default_count.py)
-    m = RobustGaussianMixture(3, random_state=0, n_init=2, default_rule="chi2").fit(X)
+    m = RobustGaussianMixture(3, random_state=0, n_init=2, lam="chi2").fit(X)
     assert m.lambda_ == pytest.approx(math.sqrt(16.266), rel=1e-3)   # chi2_3 0.999 quantile
     assert m.n_outliers_ / len(X) < 0.004
     assert m.memberships_.shape == (len(X), 3)
@@ -235,7 +235,7 @@ def test_bad_input_is_named(X, params, message):
 
 def test_log_penalty_in_mahalanobis_units_matches_the_formula():
     X = _data(5)
-    m = RobustGaussianMixture(3, lam=0.05, weighted=True, eps=0.01, covariance_type="tied",
+    m = RobustGaussianMixture(3, lam=0.05, penalty="log", eps=0.01, covariance_type="tied",
                               n_init=1, random_state=0).fit(X)
     pen = make_penalty("group", True, 0.01)
     cov = Covariance("full", m.covariances_, 3)
@@ -286,7 +286,7 @@ def test_translation_does_not_change_the_fit(covariance_type):
 @pytest.mark.filterwarnings("ignore:Every point is flagged")
 def test_float32_input_keeps_the_cost_monotone(weighted):
     X = _data(8).astype(np.float32)
-    m = RobustGaussianMixture(3, lam=1.5 if not weighted else 0.3, weighted=weighted,
+    m = RobustGaussianMixture(3, lam=1.5 if not weighted else 0.3, penalty="log" if weighted else "group",
                               n_init=1, random_state=0, tol=0, max_iter=60).fit(X)
     h = m.objective_history_
     assert np.all(np.diff(h) <= 1e-9 * abs(h[0]))

@@ -73,9 +73,10 @@ def test_infinite_lambda_is_sklearns_gaussian_mixture(covariance_type, seed):
     rng = np.random.default_rng(seed)
     init = dict(means_init=X[[0, 50, 100]], weights_init=np.array([0.3, 0.3, 0.4]),
                 precisions_init=_precisions(covariance_type, 3, 3, rng))
+    ours_init = {name.split("_")[0]: value for name, value in init.items()}
     # tol=0 runs max_iter iterations in both; reg_covar=0: ours is a floor, theirs a ridge
     ours = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, n_init=1,
-                                 max_iter=30, tol=0, reg_covar=0, **init).fit(X)
+                                 max_iter=30, tol=0, reg_covar=0, init=ours_init).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning
         ref = GaussianMixture(3, covariance_type=covariance_type, max_iter=30, tol=0,
@@ -101,7 +102,7 @@ def test_infinite_lambda_is_sklearns_gaussian_mixture(covariance_type, seed):
 def test_cost_never_increases(covariance_type, seed, lam, weighted, ratio):
     X = _data(seed, n=90, n_out=12)
     m = RobustGaussianMixture(3, lam=lam / 5 if weighted else lam,
-                              covariance_type=covariance_type, weighted=weighted,
+                              covariance_type=covariance_type, penalty="log" if weighted else "group",
                               eigenvalue_ratio=ratio, n_init=1, random_state=seed, tol=0,
                               max_iter=40).fit(X)
     h = m.objective_history_
@@ -114,7 +115,7 @@ def test_objective_is_the_generalized_eq8_at_the_fitted_parameters(covariance_ty
     # F = - sum_n log sum_c pi_c N(x_n - o_n; m_c, Sigma_c) exp(-lam rho(||o_n||_{Sigma_c^-1}))
     X = _data(4)
     lam = 2.0 if weighted else 3.0
-    m = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type, weighted=weighted,
+    m = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type, penalty="log" if weighted else "group",
                               eps=0.05, n_init=1, random_state=0).fit(X)
     assert 0 < m.n_outliers_ < len(X) // 4
     Y = X - m.outlier_vectors_.toarray()
@@ -443,8 +444,7 @@ def test_given_initial_parameters_start_the_fit(covariance_type):
         P0 = _precisions(kind if covariance_type != "tied" else "tied", 3, 3, rng)
     w0 = np.array([0.2, 0.5, 0.3])
     M0 = X[[1, 2, 3]]
-    m = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, means_init=M0,
-                              weights_init=w0, precisions_init=P0, n_init=1, max_iter=1,
+    m = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, init={"means": M0, "weights": w0, "precisions": P0}, n_init=1, max_iter=1,
                               tol=0, reg_covar=0).fit(X)
     C, p = 3, 3
     if covariance_type in ("spherical", "diag", "full"):
@@ -463,22 +463,25 @@ def test_given_initial_parameters_start_the_fit(covariance_type):
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(weights_init=[0.5, 0.5]), r"weights_init should have the shape \(3,\)"),
-    (dict(weights_init=[0.5, 0.6, -0.1]), r"weights_init should be in the range \[0, 1\]"),
-    (dict(weights_init=[0.5, 0.3, 0.3]), "weights_init should sum to 1"),
-    (dict(means_init=np.zeros((2, 3))), r"initial means \(2, 3\)"),
-    (dict(means_init=np.zeros((3, 3)), init=np.zeros((3, 3))), "Give the initial means once"),
-    (dict(covariance_type="full", precisions_init=np.ones((3, 3))),
-     r"precisions_init for covariance_type='full' should have the shape \(3, 3, 3\)"),
-    (dict(covariance_type="diag", precisions_init=-np.ones((3, 3))),
-     "precisions_init for covariance_type='diag' should be positive"),
-    (dict(covariance_type="full", precisions_init=np.stack([np.eye(3), np.eye(3),
-                                                           np.diag([1.0, -1.0, 1.0])])),
-     r"precisions_init\[2\] should be positive definite"),
-    (dict(covariance_type="tied", precisions_init=np.array([[1.0, 0.5, 0], [0, 1, 0],
-                                                            [0, 0, 1]])),
-     "precisions_init should be symmetric"),
-    (dict(covariance_type="tied_spherical", precisions_init=np.ones(3)),
+    (dict(init={"weights": [0.5, 0.5]}), r"init\['weights'\] should have the shape \(3,\)"),
+    (dict(init={"weights": [0.5, 0.6, -0.1]}),
+     r"init\['weights'\] should be in the range \[0, 1\]"),
+    (dict(init={"weights": [0.5, 0.3, 0.3]}), r"init\['weights'\] should sum to 1"),
+    (dict(init=np.zeros((2, 3))), r"initial means \(2, 3\)"),
+    (dict(init={"means": np.zeros((2, 3))}), r"initial means \(2, 3\)"),
+    (dict(init={"means": "far"}), r"init\['means'\] must be an array or one of"),
+    (dict(init={"mean": np.zeros((3, 3))}), r"init has the unknown keys \['mean'\]"),
+    (dict(covariance_type="full", init={"precisions": np.ones((3, 3))}),
+     r"init\['precisions'\] for covariance_type='full' should have the shape \(3, 3, 3\)"),
+    (dict(covariance_type="diag", init={"precisions": -np.ones((3, 3))}),
+     r"init\['precisions'\] for covariance_type='diag' should be positive"),
+    (dict(covariance_type="full", init={"precisions": np.stack([
+        np.eye(3), np.eye(3), np.diag([1.0, -1.0, 1.0])])}),
+     r"init\['precisions'\]\[2\] should be positive definite"),
+    (dict(covariance_type="tied", init={"precisions": np.array([[1.0, 0.5, 0], [0, 1, 0],
+                                                                [0, 0, 1]])}),
+     r"init\['precisions'\] should be symmetric"),
+    (dict(covariance_type="tied_spherical", init={"precisions": np.ones(3)}),
      r"should have the shape \(\)"),
     (dict(eigenvalue_ratio=0.5), "'eigenvalue_ratio' parameter"),
 ])

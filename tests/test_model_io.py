@@ -36,14 +36,14 @@ def data():
 
 ESTIMATORS = {
     "hard-count": lambda: RobustKMeans(4, n_outliers=40, n_init=3, random_state=0),
-    "soft-weighted": lambda: RobustKMeans(4, q=1.5, weighted=True, n_init=2, random_state=0),
+    "soft-weighted": lambda: RobustKMeans(4, fuzzifier=1.5, penalty="log", n_init=2, random_state=0),
     "elementwise-lam": lambda: RobustKMeans(4, lam=2.0, penalty="elementwise", n_init=2,
                                             random_state=np.random.RandomState(3)),
     "explicit-init": lambda: RobustKMeans(2, init=[[-2.0, -2.0], [2.0, 2.0]], n_init=1,
                                           random_state=0),
     "gmm-spherical": lambda: RobustGaussianMixture(4, n_outliers=40, n_init=2, random_state=0),
     "gmm-diag-weighted": lambda: RobustGaussianMixture(4, covariance_type="diag",
-                                                       weighted=True, n_init=2,
+                                                       penalty="log", n_init=2,
                                                        random_state=0),
     "gmm-full-inf": lambda: RobustGaussianMixture(4, covariance_type="full", lam=np.inf,
                                                   n_init=2, random_state=0),
@@ -53,9 +53,7 @@ ESTIMATORS = {
     "gmm-tied-count": lambda: RobustGaussianMixture(4, covariance_type="tied", n_outliers=40,
                                                     n_init=2, random_state=0),
     "gmm-tied-diag-inits": lambda: RobustGaussianMixture(
-        4, covariance_type="tied_diag", lam=2.0, weights_init=[0.25, 0.25, 0.25, 0.25],
-        means_init=[[-3.0, -3.0], [3.0, 3.0], [-3.0, 3.0], [3.0, -3.0]],
-        precisions_init=[1.0, 2.0], n_init=1),
+        4, covariance_type="tied_diag", lam=2.0, init={"weights": [0.25, 0.25, 0.25, 0.25], "means": [[-3.0, -3.0], [3.0, 3.0], [-3.0, 3.0], [3.0, -3.0]], "precisions": [1.0, 2.0]}, n_init=1),
     "pipeline": lambda: make_pipeline(StandardScaler(),
                                       RobustKMeans(4, n_outliers=0.1, n_init=2,
                                                    random_state=0)),
@@ -98,15 +96,14 @@ def test_round_trip_reproduces_every_method_for_new_data(name, data, tmp_path):
 
 KERNEL_ESTIMATORS = {
     "rbf-count": lambda: KernelRobustKMeans(4, n_outliers=40, n_init=2, random_state=0),
-    "poly-soft-weighted": lambda: KernelRobustKMeans(4, kernel="poly", degree=2, coef0=0.5,
-                                                     q=1.5, weighted=True, n_init=2,
+    "poly-soft-weighted": lambda: KernelRobustKMeans(4, kernel="poly", kernel_params={"degree": 2, "coef0": 0.5}, fuzzifier=1.5, penalty="log", n_init=2,
                                                      random_state=0),
     "linear": lambda: KernelRobustKMeans(4, kernel="linear", lam=3.0, n_init=2,
                                          random_state=0),
     "krpc-cosine": lambda: KernelRobustGaussianMixture(4, kernel="cosine", n_outliers=20,
                                                        n_init=2, random_state=0),
     "krpc-rbf-pipeline": lambda: make_pipeline(
-        StandardScaler(), KernelRobustGaussianMixture(4, gamma=0.5, weighted=True, n_init=2,
+        StandardScaler(), KernelRobustGaussianMixture(4, kernel_params={"gamma": 0.5}, penalty="log", n_init=2,
                                                       random_state=0)),
 }
 
@@ -140,7 +137,7 @@ def test_kernel_round_trip_reproduces_predict_on_new_and_training_rows(name, dat
 
 def test_kernel_arguments_are_stored_as_a_json_mapping(data, tmp_path):
     X, _ = data
-    model = KernelRobustKMeans(4, kernel="poly", degree=2, n_init=1, random_state=0).fit(X)
+    model = KernelRobustKMeans(4, kernel="poly", kernel_params={"degree": 2}, n_init=1, random_state=0).fit(X)
     save_model(model, tmp_path / "m.npz")
     with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
         meta = json.loads(npz["__robustclust_model__"].item())
@@ -160,8 +157,8 @@ def test_kernel_models_that_cannot_predict_or_hold_code_are_refused(data, tmp_pa
          "points"),
         (KernelRobustGaussianMixture(4, kernel=lambda A, B: A @ B.T, n_init=1).fit(X),
          "cannot save a KernelRobustGaussianMixture with a callable kernel"),
-        (KernelRobustKMeans(4, approximation="nystroem", n_landmarks=20, n_init=1).fit(X),
-         "cannot save a KernelRobustKMeans fitted with approximation='nystroem'"),
+        (KernelRobustKMeans(4, n_landmarks=20, n_init=1).fit(X),
+         "cannot save a KernelRobustKMeans fitted on Nystroem features (n_landmarks=20)"),
     ]
     for model, message in refused:
         with pytest.raises(TypeError) as exc:
@@ -196,7 +193,7 @@ def test_file_is_arrays_plus_json_metadata_without_pickle(tmp_path):
     assert all(a.dtype != object for a in arrays.values())
     meta = json.loads(arrays.pop("__robustclust_model__").item())
     assert meta["format"] == "robustclust-model"
-    assert meta["format_version"] == FORMAT_VERSION == 2
+    assert meta["format_version"] == FORMAT_VERSION == 3
     assert meta["library_version"] == robustclust.__version__
     spec = meta["estimator"]
     assert spec["class"] == "RobustGaussianMixture"
@@ -280,8 +277,8 @@ def test_newer_format_version_is_refused_with_an_upgrade_hint(model_file):
     with pytest.raises(ModelFileError) as exc:
         load_model(model_file)
     assert str(exc.value) == (
-        f"{model_file} was written by robustclust 9.0.0 in model format 3; this "
-        f"robustclust ({robustclust.__version__}) reads format 2 and older: upgrade "
+        f"{model_file} was written by robustclust 9.0.0 in model format 4; this "
+        f"robustclust ({robustclust.__version__}) reads format 3 and older: upgrade "
         "robustclust to load it")
 
 

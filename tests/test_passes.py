@@ -32,7 +32,7 @@ def _data(seed):
 
 def _solver(X, covariance_type, weighted, lam):
     est = RobustGaussianMixture(3, lam=lam, covariance_type=covariance_type,
-                                weighted=weighted, random_state=0, n_init=1)
+                                penalty="log" if weighted else "group", random_state=0, n_init=1)
     problem = est.build_problem(X)
     return problem.solver, problem.inits[0]
 
@@ -134,7 +134,7 @@ def test_infinite_lambda_flags_nothing(monkeypatch, covariance_type):
 
 def test_soft_kmeans_at_infinite_lambda_and_from_k_row_outliers(monkeypatch):
     X = _data(8)
-    est = RobustKMeans(3, q=2.0, lam=np.inf, random_state=0, n_init=1)
+    est = RobustKMeans(3, fuzzifier=2.0, lam=np.inf, random_state=0, n_init=1)
     problem = est.build_problem(X)
     solver = problem.solver
     state = solver.init_state(problem.inits[0])
@@ -196,7 +196,7 @@ def test_each_soft_kmeans_iteration_is_the_array_paths(monkeypatch, q, weighted)
     X = _data(5)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=X.shape[0])
     lam = 3.0
-    est = RobustKMeans(3, q=q, lam=lam, weighted=weighted, random_state=0, n_init=1)
+    est = RobustKMeans(3, fuzzifier=q, penalty="log" if weighted else "group", lam=lam, random_state=0, n_init=1)
     problem = est.build_problem(X, sample_weight=w)
     solver = problem.solver
     state = solver.init_state(problem.inits[0], lam)
@@ -216,7 +216,7 @@ def test_each_soft_kmeans_iteration_is_the_array_paths(monkeypatch, q, weighted)
 
 def test_soft_kmeans_count_fits_agree(monkeypatch):
     X = _data(6)
-    kw = dict(q=1.5, n_outliers=40, weighted=True, random_state=0)
+    kw = dict(fuzzifier=1.5, n_outliers=40, penalty="log", random_state=0)
     solver = RobustKMeans(3, **kw).build_problem(X).solver
     assert _passes.kmeans_eligible(solver, solver.log_penalty)
     a = RobustKMeans(3, **kw).fit(X)
@@ -230,11 +230,11 @@ def test_soft_kmeans_count_fits_agree(monkeypatch):
 
 def test_soft_kmeans_on_float32_data_keeps_the_array_path():
     X = _data(7).astype(np.float32)
-    problem = RobustKMeans(3, q=1.5, lam=2.0).build_problem(X)
+    problem = RobustKMeans(3, fuzzifier=1.5, lam=2.0).build_problem(X)
     assert not _passes.kmeans_eligible(problem.solver, problem.solver.penalty)
     hard = RobustKMeans(3, lam=2.0).build_problem(X.astype(np.float64)).solver
     assert not _passes.kmeans_eligible(hard, hard.penalty)  # hard K-means: the fused pass
-    elementwise = RobustKMeans(3, q=1.5, lam=2.0, penalty="elementwise").build_problem(
+    elementwise = RobustKMeans(3, fuzzifier=1.5, lam=2.0, penalty="elementwise").build_problem(
         X.astype(np.float64)).solver
     assert not _passes.kmeans_eligible(elementwise, elementwise.penalty)
 
@@ -251,9 +251,9 @@ def test_one_iteration_on_small_random_problems(seed, n, p, C, lam, weighted, ki
     X[: n // 4] += rng.uniform(-20, 20, size=(n // 4, p))  # a few far points
     init = X[rng.choice(n, C, replace=False)]
     if kind == "soft":
-        est = RobustKMeans(C, q=1.5, lam=lam, weighted=weighted, init=init, n_init=1)
+        est = RobustKMeans(C, fuzzifier=1.5, penalty="log" if weighted else "group", lam=lam, init=init, n_init=1)
     else:
-        est = RobustGaussianMixture(C, lam=lam, covariance_type=kind, weighted=weighted,
+        est = RobustGaussianMixture(C, lam=lam, covariance_type=kind, penalty="log" if weighted else "group",
                                     init=init, n_init=1)
     problem = est.build_problem(X)
     solver = problem.solver
@@ -295,7 +295,7 @@ def test_every_point_flagged_one_cluster_one_feature(monkeypatch, kind):
     X = np.concatenate([rng.normal(size=30), rng.uniform(-30, 30, size=10)])[:, None]
     lam = 0.01  # every residual above the threshold
     if kind == "soft":
-        est = RobustKMeans(1, q=1.5, lam=lam, n_init=1, random_state=0)
+        est = RobustKMeans(1, fuzzifier=1.5, lam=lam, n_init=1, random_state=0)
     else:
         est = RobustGaussianMixture(1, lam=lam, covariance_type=kind, n_init=1,
                                     random_state=0, reg_covar=1e-3)

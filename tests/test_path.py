@@ -12,7 +12,7 @@ def data():
     return make_blobs_with_outliers(n_outliers=80, random_state=0)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(q=1.5), dict(penalty="elementwise")])
+@pytest.mark.parametrize("kw", [dict(), dict(fuzzifier=1.5), dict(penalty="elementwise")])
 def test_path_starts_outlier_free_and_ends_flagging_almost_all(data, kw):
     path = regularization_path(RobustKMeans(4, random_state=0, **kw), data.X, n_lambdas=40)
     assert isinstance(path, RegularizationPath)
@@ -61,7 +61,7 @@ def test_warm_starts_need_fewer_iterations_than_cold_fits(data):
 
 def test_weighted_path_and_explicit_grid(data):
     grid = [10.0, 2.0, 5.0]
-    path = regularization_path(RobustKMeans(4, weighted=True, random_state=0), data.X,
+    path = regularization_path(RobustKMeans(4, penalty="log", random_state=0), data.X,
                                lambdas=grid)
     np.testing.assert_array_equal(path.lambdas, [10.0, 5.0, 2.0])
     assert np.all(np.diff(path.n_outliers) >= 0)
@@ -88,7 +88,7 @@ def test_path_tolerance_trades_iterations_for_accuracy(data):
     # soft K-means converges linearly: solving each grid value to 10x the
     # estimator's tolerance (the default) needs far fewer iterations than to
     # the tolerance itself and flags the same points at (nearly) every value
-    est = RobustKMeans(4, q=1.5, random_state=0, n_init=1)
+    est = RobustKMeans(4, fuzzifier=1.5, random_state=0, n_init=1)
     loose = regularization_path(est, data.X, n_lambdas=40)
     exact = regularization_path(est, data.X, n_lambdas=40, path_tol=1.0)
     assert loose.n_iter.sum() < 0.8 * exact.n_iter.sum()

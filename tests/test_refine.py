@@ -181,18 +181,18 @@ def test_refine_false_is_the_paper_estimator_and_auto_skips_what_it_cannot_refin
     X = contaminated(3)
     plain = RobustKMeans(3, n_outliers=10, refine=False, random_state=0).fit(X)
     assert plain.refine_history_.size == 0 and plain.unrefined_lambda_ == plain.lambda_
-    soft = RobustKMeans(3, n_outliers=10, q=1.5, random_state=0).fit(X)  # auto: off
+    soft = RobustKMeans(3, n_outliers=10, fuzzifier=1.5, random_state=0).fit(X)  # auto: off
     assert soft.refine_history_.size == 0
-    default = RobustKMeans(3, random_state=0, default_rule="chi2").fit(X)  # no count: off
+    default = RobustKMeans(3, random_state=0, lam="chi2").fit(X)  # no count: off
     assert default.refine_history_.size == 0
     # the noise default sets a count, and auto refines it as it would n_outliers
     counted = RobustKMeans(3, random_state=0).fit(X)
     assert counted.refine_history_.size > 0
     assert counted.n_outliers_ == np.count_nonzero(counted.outlier_probability_ > 0.5)
     with pytest.raises(ValueError, match="refine=True needs hard K-means"):
-        RobustKMeans(3, n_outliers=10, q=1.5, refine=True).fit(X)
-    with pytest.raises(ValueError, match="refine=True is not implemented for weighted"):
-        RobustKMeans(3, n_outliers=10, weighted=True, refine=True).fit(X)
+        RobustKMeans(3, n_outliers=10, fuzzifier=1.5, refine=True).fit(X)
+    with pytest.raises(ValueError, match="refine=True needs penalty='group'"):
+        RobustKMeans(3, n_outliers=10, penalty="log", refine=True).fit(X)
     # refine=True at a given lambda refines at the count that lambda flags
     at_lam = RobustKMeans(3, lam=4.0, refine=False, random_state=0).fit(X)
     refined = RobustKMeans(3, lam=4.0, refine=True, random_state=0).fit(X)

@@ -101,7 +101,7 @@ def test_seven_points_on_the_command_line(tmp_path):
 
 
 # -- 2. three blobs and a row at 1e6 -------------------------------------------------------
-HARD_SOFT_WEIGHTED = [{}, {"q": 1.5}, {"weighted": True}, {"penalty": "elementwise"}]
+HARD_SOFT_WEIGHTED = [{}, {"fuzzifier": 1.5}, {"penalty": "log"}, {"penalty": "elementwise"}]
 
 
 @pytest.mark.parametrize("params", HARD_SOFT_WEIGHTED)
@@ -164,7 +164,7 @@ def test_the_k_means_plus_plus_start_is_captured_by_it():
 def test_planted_far_outliers_are_all_caught(weighted, n_far, seed):
     X, y = with_far_points(n_far, seed)
     for count in (n_far, None):
-        model = RobustKMeans(3, n_outliers=count, weighted=weighted, n_init=1,
+        model = RobustKMeans(3, n_outliers=count, penalty="log" if weighted else "group", n_init=1,
                              random_state=seed).fit(X)
         assert model.outlier_mask_[300:].all()
         assert adjusted_rand_score(y, model.labels_[:300]) == 1.0
@@ -194,7 +194,7 @@ def test_single_starts_recover_the_clusters(weighted, fraction, count):
     seeds = range(20)
     for seed in seeds:
         X, y, n_out = five_clusters(seed, fraction)
-        model = RobustKMeans(5, n_outliers=n_out if count else None, weighted=weighted,
+        model = RobustKMeans(5, n_outliers=n_out if count else None, penalty="log" if weighted else "group",
                              n_init=1, random_state=seed).fit(X)
         plain = KMeans(5, n_init=1, random_state=seed).fit(X)
         rmse, plain_rmse = centre_rmse(model.cluster_centers_), \

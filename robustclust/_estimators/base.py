@@ -34,8 +34,8 @@ Hooks for other code (all public, documented on the methods):
 ``from_fitted_state`` (model files), ``lambda_rule`` (the command line's
 summary).
 
-The default outlier count of the linear estimators (``default_rule="noise"``
-of :class:`~robustclust.RobustKMeans` and
+The default outlier count of the linear estimators (neither ``lam`` nor
+``n_outliers`` given to :class:`~robustclust.RobustKMeans` or
 :class:`~robustclust.RobustGaussianMixture`) is :class:`NoiseDefaultMixin`:
 the noise model of :mod:`robustclust._core.noise`, its attributes, its
 fallbacks and ``outlier_probability``, written once for both.
@@ -60,6 +60,7 @@ from .._core.selection import OutlierCountWarning, fit_lambda
 from .._core.solver import Solver
 from .._core.starts import trim_count
 from .._core.state import State
+from ._params import PENALTIES, translate_params
 from .dask_fit import is_dask
 from .fitted import check_state
 
@@ -296,10 +297,65 @@ class RobustEstimator(BaseEstimator):
     """
 
     _n_clusters_name = "n_clusters"
+    #: Parameter names of the earlier release that the class still accepts
+    #: (translated by :mod:`._params`, with a FutureWarning).
+    _renamed_params: tuple = ()
 
     @property
     def _n_clusters(self):
         return getattr(self, self._n_clusters_name)
+
+    # -- parameters ----------------------------------------------------------------------
+    def _take_renamed(self, old):
+        """Set the current parameters from old-named ones given to ``__init__``."""
+        if old:
+            current = {name: getattr(self, name) for name in self._get_param_names()}
+            for name, value in translate_params(type(self), current, old,
+                                                stacklevel=5).items():
+                setattr(self, name, value)
+
+    def set_params(self, **params):
+        """Set the parameters (old names are translated, with a FutureWarning).
+
+        Parameters
+        ----------
+        **params : dict
+
+        Returns
+        -------
+        self : estimator
+        """
+        old = {name: params.pop(name) for name in list(params) if name in self._renamed_params}
+        if old:
+            current = {**self.get_params(deep=False), **params}
+            params = translate_params(type(self), current, old, stacklevel=4)
+        return super().set_params(**params)
+
+    @property
+    def _log_penalty(self):
+        """Whether the log ("weighted") variant of the penalty is used (Section III-C)."""
+        return PENALTIES[self.penalty][1]
+
+    @property
+    def _rho(self):
+        """The penalty rho: ``"group"`` or ``"elementwise"``."""
+        return PENALTIES[self.penalty][0]
+
+    @property
+    def _lam_value(self):
+        """The given lambda as a number, None when lambda is to be chosen."""
+        lam = getattr(self, "lam", None)
+        return None if lam is None or isinstance(lam, str) else lam
+
+    @property
+    def _named_start(self):
+        """The name of the start (``init`` when a string), None for given parameters."""
+        return self.init if isinstance(self.init, str) else None
+
+    @property
+    def _chi2_rule(self):
+        """Whether ``lam="chi2"`` asks for the chi^2 default lambda."""
+        return isinstance(getattr(self, "lam", None), str)
 
     # -- hooks of the subclasses ---------------------------------------------------------
     def _validate_input(self, X, sample_weight, reset):  # pragma: no cover - abstract
@@ -349,7 +405,7 @@ class RobustEstimator(BaseEstimator):
         self._check_init(X)
         geometry, units = self._make_geometry(X, sample_weight)
         model = self._make_model(geometry)
-        if not model.zero_lambda_ok and self.lam is not None and self.lam == 0:
+        if not model.zero_lambda_ok and self._lam_value == 0:
             raise ValueError(model.zero_lambda_message)
         penalty, log_penalty = self._make_penalties(geometry, sample_weight)
         solver = Solver(geometry, model, penalty, log_penalty, sample_weight=sample_weight,
@@ -358,8 +414,8 @@ class RobustEstimator(BaseEstimator):
         with solver.blas():
             inits = self._initializations(solver, X, sample_weight, rng)
         problem = Problem(solver, inits, target, None, **units)
-        if self.lam is not None:
-            problem.lam = float(self.lam) / problem.lambda_unit
+        if self._lam_value is not None:
+            problem.lam = float(self._lam_value) / problem.lambda_unit
         return problem
 
     def _fit(self, X, sample_weight=None):
@@ -391,8 +447,8 @@ class RobustEstimator(BaseEstimator):
                     warnings.simplefilter("ignore", OutlierCountWarning)
                 lam, lam_unweighted, state = fit_lambda(
                     solver, problem.inits, lam=problem.lam, target=problem.target,
-                    weighted=self.weighted, lambda_unit=problem.lambda_unit,
-                    compare_trimmed=isinstance(self.init, str) and self.init == "robust")
+                    weighted=self._log_penalty, lambda_unit=problem.lambda_unit,
+                    compare_trimmed=self._named_start == "robust")
             refined = refine_fit(problem, state) if refining else None
         if refined is None:  # a refined fit stores the refined state only
             self._store(problem, state, lam, lam_unweighted)
@@ -517,7 +573,7 @@ class RobustEstimator(BaseEstimator):
         """The (lambda, weighted) stages of the fitted rule, in internal units."""
         unit = self._lambda_unit
         stages = [(self.unweighted_lambda_ / unit, False)]
-        if self.weighted:
+        if self._log_penalty:
             stages.append((self.lambda_ / unit, True))
         return stages
 
@@ -595,7 +651,7 @@ class RobustEstimator(BaseEstimator):
         """
         if self.n_outliers is not None:
             return "chosen to flag n_outliers points"
-        if self.lam is not None:
+        if self._lam_value is not None:
             return "given"
         return "default: " + self._default_lambda_description
 
@@ -658,21 +714,20 @@ class RobustEstimator(BaseEstimator):
 
 
 class NoiseDefaultMixin:
-    """The ``default_rule`` of the linear estimators: the noise-component count.
+    """The default count of the linear estimators: the noise-component count.
 
-    With ``default_rule="noise"`` and neither ``lam`` nor ``n_outliers``, a fit
+    With neither ``lam`` nor ``n_outliers``, a fit
     asks :func:`robustclust._core.noise.default_count` for the number of
     outliers (EM for Gaussian clusters plus uniform noise, started from the
     first initialisations' centres, :meth:`_noise_starts`) and is then fitted
     with that count (``RobustEstimator._fit``).  It sets
     ``outlier_probability_``, ``noise_proportion_`` and ``inlier_flag_rate_``
-    (None after a fit with ``lam``, ``n_outliers``, the ``"chi2"`` rule, sparse
+    (None after a fit with ``lam``, ``n_outliers``, ``lam="chi2"``, sparse
     input, more than ``MAX_FEATURES`` features, or Dask input: those keep the
     chi^2 default lambda of ``solver.default_lambda``), and offers
     :meth:`outlier_probability` for new points.  Put it before
     :class:`RobustEstimator` in the bases (it implements the hooks
-    ``_default_count`` and ``_forget_default_count`` of ``RobustEstimator._fit``);
-    the class declares ``default_rule``.
+    ``_default_count`` and ``_forget_default_count`` of ``RobustEstimator._fit``).
     """
 
     _chi2_description = "flags about 0.1% of Gaussian inliers"
@@ -705,9 +760,9 @@ class NoiseDefaultMixin:
         return problem.inits
 
     def _default_count(self, problem):
-        """The noise-component count (``default_rule="noise"``), or None (chi2)."""
+        """The noise-component count, or None (the chi2 rule)."""
         g = problem.solver.geometry
-        if self.default_rule != "noise" or g.sparse or g.dim > MAX_FEATURES:
+        if self._chi2_rule or g.sparse or g.dim > MAX_FEATURES:
             return None
         X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
         w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
@@ -749,8 +804,8 @@ class NoiseDefaultMixin:
             raise ValueError("outlier_probability needs the noise model of the fit, which "
                              "model files do not keep: fit the estimator again.")
         if model is None:
-            raise ValueError("outlier_probability needs a fit with default_rule='noise' and "
-                             "neither lam nor n_outliers (dense data, at most "
+            raise ValueError("outlier_probability needs a fit with neither lam nor "
+                             "n_outliers (the default count; dense data, at most "
                              f"{MAX_FEATURES} features).")
         X, _ = self._validate_input(X, None, reset=False)
         if sp.issparse(X):

@@ -164,9 +164,9 @@ def _check_supported(estimator):
         raise TypeError(f"{type(estimator).__name__} does not fit Dask arrays yet; "
                         "RobustKMeans and RobustGaussianMixture do (or compute the data to "
                         "numpy first).")
-    if getattr(estimator, "penalty", "group") != "group":
-        raise ValueError("penalty='elementwise' is not supported on Dask arrays; use "
-                         "penalty='group' or compute the data to numpy first.")
+    if estimator._rho != "group":
+        raise ValueError(f"penalty={estimator.penalty!r} is not supported on Dask arrays; use "
+                         "penalty='group' or 'log', or compute the data to numpy first.")
 
 
 def _sample_start(estimator, X, w, target, rng):
@@ -204,11 +204,11 @@ def _initial_centres(estimator, X, Xi, w, target, rng, offset, scale):
     from .._core.dask_backend import run_blocks
     from .._core.starts import kmeans_parallel, kmeans_parallel_block, trim_count
 
-    if isinstance(estimator.init, str) and estimator.init == "k-means||":
+    if estimator._named_start == "k-means||":
         C = estimator._n_clusters
         return kmeans_parallel(lambda spec: run_blocks(Xi, w, kmeans_parallel_block, spec), C,
                                trim_count(estimator.n_outliers, X.shape[0], C), rng)
-    if isinstance(estimator.init, str):
+    if estimator._named_start is not None:
         init = _sample_start(estimator, X, w, target, rng)
     else:
         init = np.asarray(estimator.init, dtype=np.float64)
@@ -265,19 +265,19 @@ def fit_dask(estimator, X, sample_weight=None):
     if estimator.eps is not None:
         eps = float(estimator.eps) / scale
     else:
-        eps = _default_eps(Xi, w) if estimator.weighted else None
+        eps = _default_eps(Xi, w) if estimator._log_penalty else None
     estimator._eps = eps
     model = estimator._make_model(None)
-    penalty = make_penalty(estimator.penalty)
-    log_penalty = make_penalty(estimator.penalty, True, eps)
+    penalty = make_penalty(estimator._rho)
+    log_penalty = make_penalty(estimator._rho, True, eps)
     rng = check_random_state(estimator.random_state)
     inits = [_initial_centres(estimator, X, Xi, w, target, rng, offset, scale).astype(X.dtype)]
     solver = DaskSolver(Xi, w, model, penalty, log_penalty, count_target=target,
                         max_iter=estimator.max_iter, tol=estimator.tol,
                         verbose=estimator.verbose)
-    lam_given = None if estimator.lam is None else float(estimator.lam) / scale
+    lam_given = None if estimator._lam_value is None else float(estimator._lam_value) / scale
     lam, lam_unweighted, state = fit_lambda(solver, inits, lam=lam_given, target=target,
-                                            weighted=estimator.weighted, lambda_unit=scale)
+                                            weighted=estimator._log_penalty, lambda_unit=scale)
     _store(estimator, solver, state, lam, lam_unweighted, offset, scale)
     estimator._dask_solver_passes = solver.passes
     return estimator
@@ -347,7 +347,7 @@ def _fit_mixture(estimator, X):
     C = estimator.n_components
     target = _base.check_outlier_params(estimator, n, C)
     estimator._check_init(X)
-    if estimator.lam is not None and estimator.lam == 0:
+    if estimator._lam_value == 0:
         raise ValueError(MixtureModel.zero_lambda_message)
     Xi, w, offset, scale = _input_attributes(estimator, X, w, names)
     # mean_variance of the internal data (1 when it is constant)
@@ -371,9 +371,9 @@ def _fit_mixture(estimator, X):
                                max_iter=estimator.max_iter, tol=estimator.tol,
                                verbose=estimator.verbose)
     lam, lam_unweighted, state = fit_lambda(
-        solver, inits, lam=None if estimator.lam is None else float(estimator.lam),
-        target=target, weighted=estimator.weighted,
-        compare_trimmed=isinstance(estimator.init, str) and estimator.init == "robust")
+        solver, inits, lam=None if estimator._lam_value is None else float(estimator._lam_value),
+        target=target, weighted=estimator._log_penalty,
+        compare_trimmed=estimator._named_start == "robust")
     _store_mixture(estimator, solver, state, lam, lam_unweighted, offset, scale)
     estimator._dask_solver_passes = solver.passes
     return estimator

@@ -21,7 +21,7 @@ from sklearn.base import (
 )
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -56,19 +56,65 @@ from .mixture import RobustGaussianMixture, check_mixture_weights
 
 KERNEL_CONSTRAINTS = {
     "kernel": [StrOptions({"rbf", "poly", "linear", "cosine", "precomputed"}), callable],
-    "gamma": [Interval(Real, 0, None, closed="neither"), None],
-    "degree": [Interval(Integral, 1, None, closed="left")],
-    "coef0": [Real],
-    "psd_shift": ["boolean"],
-    "approximation": [StrOptions({"nystroem"}), None],
-    "n_landmarks": [Interval(Integral, 1, None, closed="left")],
+    "kernel_params": [dict, None],
+    "lam": [Interval(Real, 0, None, closed="both"), None],
+    "penalty": [StrOptions({"group", "log"})],
+    "n_landmarks": [Interval(Integral, 1, None, closed="left"), None],
 }
+#: The keys of ``kernel_params``: their rules and defaults.
+KERNEL_PARAMS = {
+    "gamma": ([Interval(Real, 0, None, closed="neither"), None], None),
+    "degree": ([Interval(Integral, 1, None, closed="left")], 3),
+    "coef0": ([Real], 1.0),
+    "psd_shift": (["boolean"], False),
+}
+#: The keys the old parameters of the same names map to (see ``_params``).
+_RENAMED_KERNEL = ("q", "weighted", "gamma", "degree", "coef0", "psd_shift",
+                   "approximation")
 #: The named kernels (the command line offers the same).
 NAMED_KERNELS = ("rbf", "poly", "linear", "cosine")
 
 
 class _KernelEstimator(RobustEstimator):
     """Kernel matrices, their checks, initialisations and the rows of new points."""
+
+    _renamed_params = _RENAMED_KERNEL
+
+    # -- kernel_params ---------------------------------------------------------------
+    def _kernel_param(self, name):
+        """One entry of ``kernel_params`` (its default when absent), checked."""
+        params = self.kernel_params or {}
+        unknown = sorted(set(params) - set(KERNEL_PARAMS))
+        if unknown:
+            raise ValueError(f"kernel_params has the unknown keys {unknown}; it takes "
+                             f"{list(KERNEL_PARAMS)}.")
+        rules, default = KERNEL_PARAMS[name]
+        if name not in params:
+            return default
+        value = params[name]
+        validate_parameter_constraints({name: rules}, {name: value}, type(self).__name__)
+        return value
+
+    @property
+    def _gamma(self):
+        return self._kernel_param("gamma")
+
+    @property
+    def _degree(self):
+        return self._kernel_param("degree")
+
+    @property
+    def _coef0(self):
+        return self._kernel_param("coef0")
+
+    @property
+    def _psd_shift(self):
+        return self._kernel_param("psd_shift")
+
+    @property
+    def _approximate(self):
+        """Whether the fit runs on Nystroem features (``n_landmarks`` given)."""
+        return self.n_landmarks is not None
 
     #: X enters the linear and cosine kernels as (X - _input_offset) / _input_scale
     #: (a power of two for data of extreme magnitude, see ``internal_units``);
@@ -93,12 +139,12 @@ class _KernelEstimator(RobustEstimator):
     def _kernel_args(self, X):
         if callable(self.kernel) or self.kernel in EXPLICIT_FEATURES:
             return {}
-        gamma = self.gamma
+        gamma = self._gamma
         if gamma is None and self.kernel == "rbf":
             gamma = median_heuristic_gamma(X)
         if self.kernel == "rbf":
             return {"gamma": gamma}
-        return {"gamma": gamma, "degree": self.degree, "coef0": self.coef0}
+        return {"gamma": gamma, "degree": self._degree, "coef0": self._coef0}
 
     def _pairwise(self, X, Y):
         return evaluate_kernel(self.kernel, X, Y, getattr(self, "_kernel_kw", {}))
@@ -133,10 +179,10 @@ class _KernelEstimator(RobustEstimator):
         """Validated training kernel matrix (uncentred); sets ``gamma_`` and the input units."""
         self._set_input_units(X)
         if self.kernel == "precomputed":
-            if self.approximation is not None:
-                raise ValueError("approximation='nystroem' needs feature vectors; it cannot "
+            if self._approximate:
+                raise ValueError("n_landmarks (Nystroem features) needs feature vectors; it cannot "
                                  "be used with kernel='precomputed'.")
-            K = check_kernel_matrix(X, shift=self.psd_shift)
+            K = check_kernel_matrix(X, shift=self._psd_shift)
             self.gamma_ = None
             return K
         self._kernel_kw = self._kernel_args(X)
@@ -147,7 +193,7 @@ class _KernelEstimator(RobustEstimator):
             raise ValueError("The kernel matrix has infinite or NaN entries (the data's "
                              "magnitude overflows the kernel): rescale the data.")
         if callable(self.kernel):
-            K = check_kernel_matrix(K, shift=self.psd_shift)
+            K = check_kernel_matrix(K, shift=self._psd_shift)
         return (K + K.T) / 2.0
 
     def _feature_dim(self, X):
@@ -249,7 +295,7 @@ class _KernelEstimator(RobustEstimator):
         return self.nystroem_.fit_transform(X)
 
     def _fit_nystroem(self, X, sample_weight=None):
-        """Fit the linear estimator on Nystroem features (``approximation="nystroem"``)."""
+        """Fit the linear estimator on Nystroem features (``n_landmarks`` given)."""
         X = self._validate_X(X, reset=True)
         if self.kernel == "precomputed":
             self._training_kernel(X)  # raises the Nystroem error
@@ -284,12 +330,12 @@ class _KernelEstimator(RobustEstimator):
         return self.nystroem_.transform(self._validate_X(X, reset=False))
 
     def _assign(self, X):
-        if self.approximation == "nystroem":
+        if self._approximate:
             return self.approximate_model_._assign(self._nystroem_features(X))
         return super()._assign(X)
 
     def lambda_rule(self):
-        if self.n_outliers is None and self.lam is None and not callable(self.kernel) \
+        if self.n_outliers is None and self._lam_value is None and not callable(self.kernel) \
                 and self.kernel in EXPLICIT_FEATURES:
             return "default: flags about 0.1% of Gaussian inliers"
         return super().lambda_rule()
@@ -319,18 +365,25 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         (any symmetric PSD similarity).  A callable ``kernel(X, Y)`` returns
         the (n_X, n_Y) kernel matrix, as for :class:`sklearn.svm.SVC`.  The
         built-in kernels are scikit-learn's :mod:`sklearn.metrics.pairwise`.
-    gamma : float, default=None
-        For "rbf" and "poly".  None: for "rbf", 1 / the median of the squared
-        distances between pairs of points (a robust estimate of twice the
-        total variance: outliers, fewer than half the points, barely move a
-        median; computed on a fixed subsample of 1000 points when N is
-        larger); for "poly", 1 / n_features (scikit-learn's rule).
-        The value used is ``gamma_``.
-    degree : int, default=3
-    coef0 : float, default=1
-    lam, n_outliers, q, weighted, eps, n_init, max_iter, tol, random_state, verbose
-        As in :class:`RobustKMeans` (group penalty; outlier sizes are
-        feature-space norms ||o_n|| = ||alpha_n||_K, eq. (38)).
+    kernel_params : dict, default=None
+        Parameters of the kernel, as the keyword arguments of
+        :func:`sklearn.metrics.pairwise.pairwise_kernels`:
+        ``"gamma"`` (float > 0, for "rbf" and "poly"; default None: for
+        "rbf", 1 / the median of the squared distances between pairs of
+        points (a robust estimate of twice the total variance: outliers,
+        fewer than half the points, barely move a median; computed on a
+        fixed subsample of 1000 points when N is larger); for "poly", 1 /
+        n_features (scikit-learn's rule); the value used is ``gamma_``),
+        ``"degree"`` (int, default 3) and ``"coef0"`` (float, default 1) for
+        "poly"; and ``"psd_shift"`` (bool, default False) for precomputed or
+        callable kernels whose smallest eigenvalue is below -1e-8 ||K||: add
+        -lambda_min to the diagonal instead of raising.
+    lam, n_outliers, fuzzifier, eps, n_init, max_iter, tol, random_state, verbose
+        As in :class:`RobustKMeans` (outlier sizes are feature-space norms
+        ||o_n|| = ||alpha_n||_K, eq. (38)).
+    penalty : {"group", "log"}, default="group"
+        As in :class:`RobustKMeans` (a feature space has no entries to
+        threshold one by one, so no entry-wise penalty).
     init : {"k-means++", "robust", "random", "spectral"} or array of shape \
             (n_samples,), default="k-means++"
         ``"k-means++"``: k-means++ seeding with feature-space distances;
@@ -353,18 +406,14 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         I - D^{-1/2} E D^{-1/2}, the paper's start for graphs (Section VI-C);
         an integer array: initial labels (the initial centres are the means
         of their groups).
-    psd_shift : bool, default=False
-        For precomputed or callable kernels whose smallest eigenvalue is below
-        -1e-8 ||K||: add -lambda_min to the diagonal instead of raising.
-    approximation : {None, "nystroem"}, default=None
-        ``"nystroem"``: map X to ``n_landmarks`` Nystroem features
-        (:class:`sklearn.kernel_approximation.Nystroem`) and run the linear
-        :class:`RobustKMeans` on them: O(N m C) per iteration and O(N m)
-        memory instead of O(N^2 C) and O(N^2).  Use it when N is beyond a few
-        ten thousand (K alone takes 8 N^2 bytes); the clustering is then that
-        of the rank-m approximation of K.
-    n_landmarks : int, default=100
-        Number m of Nystroem landmarks (its ``n_components``).
+    n_landmarks : int, default=None
+        None: the exact N x N kernel.  An int m: map X to m Nystroem features
+        (:class:`sklearn.kernel_approximation.Nystroem` with m landmarks) and
+        run the linear :class:`RobustKMeans` on them: O(N m C) per iteration
+        and O(N m) memory instead of O(N^2 C) and O(N^2).  Use it when N is
+        beyond a few ten thousand (K alone takes 8 N^2 bytes); the clustering
+        is then that of the rank-m approximation of K (m = 100 is a usual
+        start).
 
     Attributes
     ----------
@@ -383,7 +432,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     gamma_ : float or None
         The gamma used.
     approximate_model_ : RobustKMeans
-        The linear model on the Nystroem features (only with approximation).
+        The linear model on the Nystroem features (only with ``n_landmarks``).
 
     Notes
     -----
@@ -416,50 +465,48 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     >>> from robustclust import KernelRobustKMeans
     >>> from robustclust.datasets import make_rings_with_outliers
     >>> data = make_rings_with_outliers(random_state=0)
-    >>> model = KernelRobustKMeans(2, kernel="rbf", gamma=0.2, q=1.1, n_outliers=60,
-    ...                            init="spectral", n_init=3, random_state=0).fit(data.X)
+    >>> model = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 0.2},
+    ...                            fuzzifier=1.1, n_outliers=60, init="spectral", n_init=3,
+    ...                            random_state=0).fit(data.X)
     >>> int(model.n_outliers_)
     60
     """
 
     _parameter_constraints: dict = {
-        **RobustKMeans._parameter_constraints,
+        **{name: rule for name, rule in RobustKMeans._parameter_constraints.items()
+           if name != "refine"},
         **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"robust", "k-means++", "random", "spectral"}), "array-like"],
     }
-    _parameter_constraints.pop("penalty")
 
-    def __init__(self, n_clusters=8, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 lam=None, n_outliers=None, q=1.0, weighted=False, eps=None,
-                 init="k-means++", n_init=10, max_iter=300, tol=1e-6, psd_shift=False,
-                 approximation=None, n_landmarks=100, random_state=None, verbose=0):
+    def __init__(self, n_clusters=8, *, kernel="rbf", kernel_params=None, lam=None,
+                 n_outliers=None, fuzzifier=1.0, penalty="group", eps=None, init="k-means++",
+                 n_init=10, max_iter=300, tol=1e-6, n_landmarks=None, random_state=None,
+                 verbose=0, **renamed):
         self.n_clusters = n_clusters
         self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.lam = lam
         self.n_outliers = n_outliers
-        self.q = q
-        self.weighted = weighted
+        self.fuzzifier = fuzzifier
+        self.penalty = penalty
         self.eps = eps
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
-        self.psd_shift = psd_shift
-        self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.random_state = random_state
         self.verbose = verbose
+        self._take_renamed(renamed)
 
     def _linear_model(self):
         init = self.init if self.init in ("robust", "k-means++", "random") else "k-means++"
-        return RobustKMeans(self.n_clusters, lam=self.lam, n_outliers=self.n_outliers, q=self.q,
-                            weighted=self.weighted, eps=self.eps, init=init,
-                            n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
-                            refine=False, default_rule="chi2", random_state=self.random_state,
-                            verbose=self.verbose)
+        lam = "chi2" if self.lam is None and self.n_outliers is None else self.lam
+        return RobustKMeans(self.n_clusters, lam=lam, n_outliers=self.n_outliers,
+                            fuzzifier=self.fuzzifier, penalty=self.penalty, eps=self.eps,
+                            init=init, n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
+                            refine=False, random_state=self.random_state, verbose=self.verbose)
 
     _default_lambda_description = "a robust 0.1% tail of the feature-space distances"
     _fitted_state_names = (
@@ -486,13 +533,13 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         return self._scale
 
     def _make_model(self, geometry):
-        return KMeansModel(self.n_clusters, self.q)
+        return KMeansModel(self.n_clusters, self.fuzzifier)
 
     def _make_penalties(self, geometry, sample_weight):
         """eps of the log penalty: 1e-3 x the RMS feature-space distance to the mean."""
         if self.eps is not None:
             eps = float(self.eps) / self._scale
-        elif not self.weighted:
+        elif not self._log_penalty:
             eps = None
         else:
             # K is centred: ||phi_n - mean||^2 = K_nn
@@ -520,7 +567,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     def _new_point_solver(self, X):
         g = self._new_point_geometry(X)
         eps = None if self.eps_ is None else self.eps_ / self._scale
-        solver = Solver(g, KMeansModel(self.n_clusters, self.q), make_penalty("group"),
+        solver = Solver(g, KMeansModel(self.n_clusters, self.fuzzifier), make_penalty("group"),
                         make_penalty("group", True, eps), max_iter=self.max_iter,
                         tol=self.tol)
         return solver, state_from(self.dual_coef_.T)
@@ -540,7 +587,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         -------
         self : KernelRobustKMeans
         """
-        if self.approximation == "nystroem":
+        if self._approximate:
             self._fit_nystroem(X, sample_weight)
             return self
         return self._fit(X, sample_weight)
@@ -557,7 +604,7 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         -------
         distances : ndarray of shape (n_samples, n_clusters)
         """
-        if self.approximation == "nystroem":
+        if self._approximate:
             return self.approximate_model_.transform(self._nystroem_features(X))
         solver, state = self._clean(X)
         return np.sqrt(solver.products_of(state).sq_distances())
@@ -594,9 +641,9 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     Parameters
     ----------
     n_components : int, default=1
-    kernel, gamma, degree, coef0, psd_shift, approximation, n_landmarks
+    kernel, kernel_params, n_landmarks
         As in :class:`KernelRobustKMeans`.
-    lam, n_outliers, weighted, eps, n_init, max_iter, tol, random_state, verbose
+    lam, n_outliers, penalty, eps, n_init, max_iter, tol, random_state, verbose
         As in :class:`RobustGaussianMixture` (lam = 0 is rejected).
     init : {"robust-kmeans", "robust", "k-means++", "random", "spectral"} or \
             array of shape (n_samples,), default="robust-kmeans"
@@ -642,36 +689,32 @@ class KernelRobustGaussianMixture(_KernelEstimator):
 
     _parameter_constraints: dict = {
         **{name: rule for name, rule in RobustGaussianMixture._parameter_constraints.items()
-           if name not in ("covariance_type", "eigenvalue_ratio", "weights_init",
-                           "means_init", "precisions_init", "default_rule")},
+           if name not in ("covariance_type", "eigenvalue_ratio")},
         **KERNEL_CONSTRAINTS,
         "init": [StrOptions({"robust", "robust-kmeans", "k-means++", "random", "spectral"}),
                  "array-like"],
     }
 
-    def __init__(self, n_components=1, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 lam=None, n_outliers=None, weighted=False, eps=None, init="robust-kmeans",
-                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, psd_shift=False,
-                 approximation=None, n_landmarks=100, random_state=None, verbose=0):
+    def __init__(self, n_components=1, *, kernel="rbf", kernel_params=None, lam=None,
+                 n_outliers=None, penalty="group", eps=None, init="robust-kmeans", n_init=10,
+                 max_iter=300, tol=1e-4, reg_covar=1e-6, n_landmarks=None, random_state=None,
+                 verbose=0, **renamed):
         self.n_components = n_components
         self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.lam = lam
         self.n_outliers = n_outliers
-        self.weighted = weighted
+        self.penalty = penalty
         self.eps = eps
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
-        self.psd_shift = psd_shift
-        self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.random_state = random_state
         self.verbose = verbose
+        self._take_renamed(renamed)
 
     _n_clusters_name = "n_components"
     _default_lambda_description = "a robust 0.1% tail of the feature-space distances"
@@ -727,10 +770,11 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     def _linear_model(self):
         init = self.init if self.init in ("robust", "k-means++", "random", "robust-kmeans") \
             else "robust-kmeans"
+        lam = "chi2" if self.lam is None and self.n_outliers is None else self.lam
         return RobustGaussianMixture(
-            self.n_components, lam=self.lam, n_outliers=self.n_outliers,
-            covariance_type="tied_spherical", weighted=self.weighted, eps=self.eps, init=init,
-            n_init=self.n_init, default_rule="chi2", max_iter=self.max_iter, tol=self.tol,
+            self.n_components, lam=lam, n_outliers=self.n_outliers,
+            covariance_type="tied_spherical", penalty=self.penalty, eps=self.eps, init=init,
+            n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
             reg_covar=self.reg_covar, random_state=self.random_state, verbose=self.verbose)
 
     def _store_model(self, problem, state):
@@ -769,7 +813,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         -------
         self : KernelRobustGaussianMixture
         """
-        if self.approximation == "nystroem":
+        if self._approximate:
             model = self._fit_nystroem(X)
             self.weights_, self.variance_ = model.weights_, float(model.covariances_)
             self._variance = None
@@ -798,7 +842,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
         -------
         log_prob : ndarray of shape (n_samples,)
         """
-        if self.approximation == "nystroem":
+        if self._approximate:
             return self.approximate_model_.score_samples(self._nystroem_features(X))
         _, state = self._clean(X)
         shift = self.feature_dim_ * math.log(self._scale) if self._scale != 1.0 else 0.0

@@ -25,6 +25,7 @@ from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
 from .._core.solver import Solver
 from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
+from ._params import PENALTIES
 from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask, score_dask
 
@@ -46,34 +47,37 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     ----------
     n_clusters : int, default=8
         Number of clusters C.
-    lam : float, default=None
+    lam : float or "chi2", default=None
         The outlier-controlling lambda >= 0 of eqs. (5)/(6); ``np.inf`` gives
         plain (soft) K-means, 0 flags every point.  Give ``lam`` or
         ``n_outliers``, not both.  With neither, the number of outliers is
-        estimated from the data and lambda is chosen to flag it (see
-        ``default_rule`` and Notes).
+        estimated from the data (the default count, see Notes) and lambda is
+        chosen to flag it.  ``"chi2"``: lambda from a chi^2 tail of the
+        distances to the nearest centre (see Notes, "Default lambda").
     n_outliers : int or float, default=None
         Target number of outliers s.  An int is a count (0 <= s < N); a float
         in (0, 0.5) is a fraction of N (the ``contamination`` convention),
         rounded to the nearest count.  lambda is then chosen along a
         decreasing, warm-started grid and refined by bisection so that exactly
         s points are flagged where the path allows (see Notes).
-    q : float, default=1.0
-        Fuzzifier, q >= 1.  q = 1 is hard robust K-means (assignment rule
-        eq. (15)); q > 1 is soft robust K-means (membership update eq. (14)).
-    weighted : bool, default=False
-        Use the log penalty lam * log(1 + ||o_n|| / eps) of Section III-C
-        (eqs. (29)-(30)): one majorization-minimization reweighting
-        lam_n = lam / (||o_n|| + eps) per iteration, started from the
-        converged unweighted solution.
+    fuzzifier : float, default=1.0
+        The exponent q >= 1 of the memberships (eq. (6)).  1 is hard robust
+        K-means (assignment rule eq. (15)); above 1 soft robust K-means
+        (membership update eq. (14)), the softer the larger.
+    penalty : {"group", "elementwise", "log", "log-elementwise"}, default="group"
+        The outlier penalty rho.  ``"group"``: rho(o) = ||o||_2, whole points
+        are outliers (the paper).  ``"elementwise"``: rho(o) = ||o||_1
+        (Remark 2), single entries are outliers; the O-step soft-thresholds
+        each entry of the residual at lam / 2, and a point is flagged when
+        any of its entries is.  ``"log"`` and ``"log-elementwise"``: their log
+        versions lam * log(1 + ||o|| / eps) of Section III-C
+        (eqs. (29)-(30)), the paper's "weighted" robust K-means: one
+        majorization-minimization reweighting lam_n = lam / (||o_n|| + eps)
+        per iteration, started from the converged unweighted solution.
     eps : float, default=None
-        The eps of the log penalty.  None uses 1e-3 times the root-mean-square
-        distance of the points to their mean, so the default is scale-free.
-    penalty : {"group", "elementwise"}, default="group"
-        ``"group"``: rho(o) = ||o||_2, whole points are outliers (the paper).
-        ``"elementwise"``: rho(o) = ||o||_1 (Remark 2), single entries are
-        outliers; the O-step soft-thresholds each entry of the residual at
-        lam / 2.  A point is flagged when any of its entries is.
+        The eps of the log penalties.  None uses 1e-3 times the
+        root-mean-square distance of the points to their mean, so the
+        default is scale-free.
     init : {"robust", "k-means++", "k-means||", "random"} or array of shape \
             (n_clusters, n_features), default="robust"
         ``"robust"``: a start that far, isolated points cannot capture
@@ -103,29 +107,17 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centres (then ``n_init`` is 1).
     n_init : int, default=10
         Number of initialisations; the best run is kept, judged by the cost
-        of eq. (6) (its log-penalty version when ``weighted``), or, when
+        of eq. (6) (its log-penalty version with a log penalty), or, when
         ``n_outliers`` is given, by the l0-constrained cost of eq. (3)
         (after refinement when ``refine`` is on).
-    default_rule : {"noise", "chi2"}, default="noise"
-        How the fit is set when neither ``lam`` nor ``n_outliers`` is given.
-        ``"noise"``: the outlier count of a model of Gaussian clusters plus
-        a uniform noise component over the data's bounding box, fitted by
-        EM (noise proportion estimated, not capped), is used as
-        ``n_outliers`` would be (lambda chosen to flag it, then refined as
-        by ``refine``); see Notes and ``outlier_probability_``.  Sparse
-        input and data with more than 256 features use ``"chi2"``.
-        ``"chi2"``: the earlier default (a chi^2 tail of the distances to
-        the nearest centre with a median-based scale: flags about 0.1% of
-        Gaussian inliers, but 10-20% of real data sets whose clusters are not
-        Gaussian, and nothing once more than half the points are noise).
     refine : {"auto", True, False}, default="auto"
         Exact trimmed refinement of the fitted solution (see Notes):
         concentration steps that lower the l0 cost of eq. (3) to a fixed
         point at which exactly s points are flagged.  ``"auto"`` refines
-        when ``n_outliers`` is given or the ``"noise"`` default sets the
-        count (a count is then the question, and eq. (3) is the problem
-        that count defines) for hard K-means
-        (q = 1) with the group penalty, unweighted (the steps run on a host
+        when ``n_outliers`` is given or the default count sets it (a count
+        is then the question, and eq. (3) is the problem that count
+        defines) for hard K-means (``fuzzifier=1``) with
+        ``penalty="group"`` (the steps run on a host
         copy of X for other array namespaces; a Dask fit is not refined);
         otherwise the paper's estimator is returned as is.  ``True``
         refines those fits whatever sets lambda (s is then the number of
@@ -169,7 +161,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         the training points; the unrefined one is ``unrefined_lambda_``.
     unweighted_lambda_ : float
         lambda of the unweighted run that starts the weighted one; equals
-        ``lambda_`` unless ``weighted`` and ``n_outliers`` are both given.
+        ``lambda_`` unless a log penalty and ``n_outliers`` are both given.
     n_outliers_ : int
         Number of points flagged.
     outlier_probability_ : ndarray of shape (n_samples,) or None
@@ -185,9 +177,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         fitted model's expected fraction of points drawn from its Gaussian
         clusters whose outlier probability exceeds 0.5 (None likewise).
     eps_ : float or None
-        eps used by the log penalty (None unless ``weighted`` or ``eps``).
+        eps used by the log penalty (None unless a log penalty or ``eps``).
     objective_ : float
-        Final cost (eq. (6), or its log-penalty version when weighted); the
+        Final cost (eq. (6), or its log-penalty version); the
         l0 cost of eq. (3) (``trimmed_cost_``) when the fit was refined.
     trimmed_cost_ : float
         The l0 cost of eq. (3) at the fitted centres: the weighted squared
@@ -200,8 +192,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         lambda of the unrefined solution (equals ``lambda_`` when not
         refined).
     objective_history_ : ndarray
-        Cost after each BCD iteration of the final run (the weighted run when
-        ``weighted``).
+        Cost after each BCD iteration of the final run (the reweighted run
+        with a log penalty).
     n_iter_ : int
         Iterations of the final run.
     n_features_in_ : int
@@ -228,7 +220,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     One iteration costs one product X M^T plus O(N C) work, like a Lloyd
     iteration.
 
-    **Default outlier count** (``default_rule="noise"``).  With neither
+    **Default outlier count**.  With neither
     ``lam`` nor ``n_outliers``, the data are modelled as Gaussian clusters
     plus uniform noise, f(x) = pi_0 / V + sum_c pi_c g_c(x), V the volume of
     the bounding box of the data (over its non-constant features), in the
@@ -255,12 +247,12 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     The promise is computed with the fitted covariances, which the
     shrinkage widens along the short axes of elongated clusters.
 
-    **Default lambda** (``default_rule="chi2"``, and sparse data or more
+    **Default lambda** (``lam="chi2"``, and sparse data or more
     than 256 features).  K-means first; sigma^2 = median_n min_c
     ||x_n - m_c||^2 / median(chi^2_p); lambda is set so that a Gaussian
     inlier is flagged with probability 0.1% (lam = 2 sigma sqrt(chi^2_p
     quantile 0.999) for the group penalty); the robust fit at that lambda
-    re-estimates sigma once and is refitted.  With ``weighted``, the
+    re-estimates sigma once and is refitted.  With a log penalty, the
     weighted lambda is then tuned (from that fit) to flag as many points as
     it does.  Dask input always uses this rule.
 
@@ -272,7 +264,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     its local minimum), the best kept by the l0 cost of eq. (3); a last
     warm-started bisection to hit s exactly.  If no lambda flags exactly s
     (the count can jump), the closest count is kept and an
-    :class:`OutlierCountWarning` is raised.  With ``weighted``, the
+    :class:`OutlierCountWarning` is raised.  With a log penalty, the
     unweighted lambda is tuned first and the weighted lambda is tuned from
     that solution, so ``lambda_`` is then the weighted lambda.
 
@@ -303,8 +295,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     **predict** runs the training iteration for each new point on its own,
     with the fitted centres held fixed: for hard RKM the nearest centre and
     o = the prox of the residual, so a point is flagged iff its distance to
-    the nearest centre exceeds lambda_ / 2; for soft or weighted fits the
-    O- and U-steps alternate until they settle (weighted: the MM reweighting
+    the nearest centre exceeds lambda_ / 2; for soft fits and log penalties
+    the O- and U-steps alternate until they settle (log: the MM reweighting
     started from the unweighted solution, as in training).  On training
     points it can disagree with ``labels_`` where the joint BCD stopped at a
     coordinate-wise minimum that is not the point's own best (an outlier
@@ -328,19 +320,17 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "lam": [Interval(Real, 0, None, closed="both"), None],
+        "lam": [Interval(Real, 0, None, closed="both"), StrOptions({"chi2"}), None],
         "n_outliers": [
             Interval(Integral, 0, None, closed="left"),
             Interval(Real, 0, 0.5, closed="neither"),
             None,
         ],
-        "q": [Interval(Real, 1, None, closed="left")],
-        "weighted": ["boolean"],
+        "fuzzifier": [Interval(Real, 1, None, closed="left")],
+        "penalty": [StrOptions(set(PENALTIES))],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "penalty": [StrOptions({"group", "elementwise"})],
         "init": [StrOptions({"robust", "k-means++", "k-means||", "random"}), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "default_rule": [StrOptions({"noise", "chi2"})],
         "refine": [StrOptions({"auto"}), "boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -348,25 +338,25 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, q=1.0,
-                 weighted=False, eps=None, penalty="group", init="robust",
-                 n_init=10, default_rule="noise", refine="auto", max_iter=300, tol=1e-6,
-                 random_state=None, verbose=0):
+    _renamed_params = ("q", "weighted", "default_rule")
+
+    def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, fuzzifier=1.0,
+                 penalty="group", eps=None, init="robust", n_init=10, refine="auto",
+                 max_iter=300, tol=1e-6, random_state=None, verbose=0, **renamed):
         self.n_clusters = n_clusters
         self.lam = lam
         self.n_outliers = n_outliers
-        self.q = q
-        self.weighted = weighted
-        self.eps = eps
+        self.fuzzifier = fuzzifier
         self.penalty = penalty
+        self.eps = eps
         self.init = init
         self.n_init = n_init
-        self.default_rule = default_rule
         self.refine = refine
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+        self._take_renamed(renamed)
 
     _optional_state_names = ("trimmed_cost_", "unrefined_lambda_",
                              *NoiseDefaultMixin._noise_state_names)
@@ -410,27 +400,25 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         return self._scale
 
     def _make_model(self, geometry):
-        return KMeansModel(self.n_clusters, self.q)
+        return KMeansModel(self.n_clusters, self.fuzzifier)
 
     def _refine_unsupported(self, problem):
-        if self.q != 1:
-            return "needs hard K-means (q=1)"
+        if self.fuzzifier != 1:
+            return "needs hard K-means (fuzzifier=1)"
         if self.penalty != "group":
-            return "needs the group penalty (whole points are outliers)"
-        if self.weighted:
-            return "is not implemented for weighted=True"
+            return "needs penalty='group' (whole points are outliers, no log reweighting)"
         return None
 
     def _make_penalties(self, geometry, sample_weight):
         """The convex penalty and its log variant (eps in internal units: ``self._eps``)."""
         if self.eps is not None:
             eps = float(self.eps) / self._scale
-        elif not self.weighted:
+        elif not self._log_penalty:
             eps = None
         else:
             eps = default_eps(geometry.X, sample_weight)
         self._eps = eps
-        return make_penalty(self.penalty), make_penalty(self.penalty, True, eps)
+        return make_penalty(self._rho), make_penalty(self._rho, True, eps)
 
     def _initializations(self, solver, X, sample_weight, rng, n_outliers=None):
         g = solver.geometry
@@ -474,8 +462,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         Xi, _, _ = internal_units(X, self._offset, self._scale)
         g = LinearGeometry(Xi)
         eps = None if self.eps_ is None else self.eps_ / self._scale
-        solver = Solver(g, KMeansModel(self.n_clusters, self.q), make_penalty(self.penalty),
-                        make_penalty(self.penalty, True, eps), max_iter=self.max_iter,
+        solver = Solver(g, KMeansModel(self.n_clusters, self.fuzzifier), make_penalty(self._rho),
+                        make_penalty(self._rho, True, eps), max_iter=self.max_iter,
                         tol=self.tol)
         centers = (np.asarray(self._fitted("cluster_centers_"), dtype=np.float64)
                    - to_numpy(self._offset)) / self._scale

@@ -49,7 +49,7 @@ def make_mixture_model(covariance_type, n_components, reg_covar, dim, eigenvalue
 
 
 def covariance_shape(covariance_type, n_components, n_features):
-    """Shape of ``covariances_`` (and of ``precisions_init``) for a covariance type."""
+    """Shape of ``covariances_`` (and of ``init["precisions"]``) for a covariance type."""
     k, p = n_components, n_features
     return {"tied_spherical": (), "tied_diag": (p,), "tied": (p, p), "spherical": (k,),
             "diag": (k, p), "full": (k, p, p)}[covariance_type]
@@ -109,6 +109,36 @@ class KMeansStarts:
                     else params[k] == first[k] for k in params)
 
 
+#: The named starts of the mixtures' ``init``.
+MIXTURE_STARTS = ("robust", "k-means++", "k-means||", "random", "robust-kmeans")
+#: The keys of a dict ``init``.
+INIT_KEYS = ("means", "weights", "precisions")
+
+
+def init_parts(init):
+    """(named start or None, means, weights, precisions) of the ``init`` parameter.
+
+    ``init`` is a start's name, an array of means, or a dict with the keys
+    ``"means"`` (a start's name or an array; default ``"robust"``),
+    ``"weights"`` and ``"precisions"``.
+    """
+    if isinstance(init, dict):
+        unknown = sorted(set(init) - set(INIT_KEYS))
+        if unknown:
+            raise ValueError(f"init has the unknown keys {unknown}; a dict init takes "
+                             f"{list(INIT_KEYS)}.")
+        means = init.get("means", "robust")
+        weights, precisions = init.get("weights"), init.get("precisions")
+    else:
+        means, weights, precisions = init, None, None
+    if isinstance(means, str):
+        if means not in MIXTURE_STARTS:
+            raise ValueError(f"init['means'] must be an array or one of {list(MIXTURE_STARTS)}; "
+                             f"got {means!r}.")
+        return means, None, weights, precisions
+    return None, means, weights, precisions
+
+
 class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     """Gaussian mixture with outlier-sparsity regularization (RPC).
 
@@ -132,12 +162,17 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     ----------
     n_components : int, default=1
         Number of mixture components C.
-    lam : float, default=None
-        lambda > 0 of eq. (8); ``np.inf`` gives a plain mixture with a common
-        covariance.  ``lam=0`` is rejected: the cost is then unbounded below
-        (Section II-B).  Give ``lam`` or ``n_outliers``, not both.  With
-        neither, the number of outliers is estimated from the data and lambda
-        is chosen to flag it (see ``default_rule`` and Notes).
+    lam : float or "chi2", default=None
+        lambda > 0 of eq. (8); ``np.inf`` gives a plain mixture.  ``lam=0`` is
+        rejected: the cost is then unbounded below (Section II-B).  Give
+        ``lam`` or ``n_outliers``, not both.  With neither, the number of
+        outliers is estimated from the data (the default count of
+        :class:`RobustKMeans`, see Notes) and lambda is chosen to flag it.
+        ``"chi2"``: lam = sqrt(chi^2_p quantile(0.999)), so that a Gaussian
+        inlier (||r_n||^2_{Sigma^-1} ~ chi^2_p) is flagged with probability
+        0.1% (but 5-12% of standardised real data sets whose clusters are
+        not Gaussian are flagged, and none of a data set that is 60% uniform
+        noise).
     n_outliers : int or float, default=None
         Target number of outliers (an int, or a fraction in (0, 0.5)); lambda
         is chosen as in :class:`RobustKMeans`.
@@ -151,15 +186,16 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         (scikit-learn's meanings).  Earlier versions called the common types
         ``"spherical"``, ``"diag"`` and ``"full"``; their model files are read
         with the new names.
-    weighted : bool, default=False
-        Log penalty lam log(1 + ||o_n||_{Sigma^-1} / eps) (Section III-C),
-        started from the converged RPC solution.
+    penalty : {"group", "log"}, default="group"
+        ``"group"``: lam ||o_n||_{Sigma^-1}, the paper's RPC (eq. (8)).
+        ``"log"``: the log penalty lam log(1 + ||o_n||_{Sigma^-1} / eps) of
+        Section III-C (weighted RPC), started from the converged RPC solution.
     eps : float, default=None
         eps of the log penalty, in Mahalanobis units; None means 1e-3.
-    init : {"robust", "robust-kmeans", "k-means++", "k-means||", "random"} or array of \
-            shape (n_components, n_features), default="robust"
-        Initial means; the initial weights and covariance are those of the
-        nearest-mean partition (the covariance from its closest half, see
+    init : {"robust", "robust-kmeans", "k-means++", "k-means||", "random"}, array of \
+            shape (n_components, n_features) or dict, default="robust"
+        The start.  A name or an array gives the initial means; the initial
+        weights and covariance are then those of the nearest-mean partition (the covariance from its closest half, see
         :mod:`robustclust._core.models`).  ``"robust"`` starts from a
         :class:`RobustKMeans` fit with the same ``n_outliers`` from its
         robust start (``init="robust"`` there: trimmed seeding and
@@ -171,23 +207,23 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         on average), from RobustKMeans starts in none (RMSE 0.62).
         ``"k-means||"``: the means of :class:`RobustKMeans`' k-means|| start
         (meant for Dask input: all the data in 7 passes, no sample fit).
+        A dict gives scikit-learn's ``means_init``, ``weights_init`` and
+        ``precisions_init`` in one place: ``{"means": ..., "weights": ...,
+        "precisions": ...}``, each key optional.  ``"means"``: an array of
+        shape (n_components, n_features) (then one initialisation) or a
+        start's name (default ``"robust"``); ``"weights"``: mixing weights
+        (non-negative, summing to 1; default: the proportions of the
+        nearest-mean partition); ``"precisions"``: precisions (inverse
+        covariances) in scikit-learn's shapes, (n_components,) for
+        "spherical", (n_components, n_features) for "diag", (n_components,
+        n_features, n_features) for "full", (n_features, n_features) for
+        "tied", a float for "tied_spherical" and (n_features,) for
+        "tied_diag" (default: the scatter of the closest half of the
+        points, every component starting from it).
     n_init : int, default=10
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
         likely points).
-    default_rule : {"noise", "chi2"}, default="noise"
-        How the fit is set when neither ``lam`` nor ``n_outliers`` is given.
-        ``"noise"``: the outlier count of a model of Gaussian clusters plus a
-        uniform noise component over the data's bounding box, fitted by EM
-        (noise proportion estimated, not capped), is used as ``n_outliers``
-        would be (lambda chosen to flag it), the rule of
-        :class:`RobustKMeans`; see Notes and ``outlier_probability_``.
-        Sparse input and data with more than 256 features use ``"chi2"``.
-        ``"chi2"``: the earlier default, lam = sqrt(chi^2_p quantile(0.999)),
-        so that a Gaussian inlier (||r_n||^2_{Sigma^-1} ~ chi^2_p) is flagged
-        with probability 0.1% (but 5-12% of standardised real data sets whose
-        clusters are not Gaussian are flagged, and none of a data set that is
-        60% uniform noise).
     max_iter : int, default=300
     tol : float, default=1e-4
         Stop when an EM iteration lowers the cost of eq. (8) (negative
@@ -216,21 +252,6 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         a component from collapsing onto a few points (the likelihood of
         per-component covariances is unbounded otherwise) and a tied
         covariance from becoming nearly singular.  None: the floor only.
-    weights_init : array-like of shape (n_components,), default=None
-        Initial mixing weights (non-negative, summing to 1), as in
-        scikit-learn's GaussianMixture; None: the proportions of the
-        nearest-mean partition.
-    means_init : array-like of shape (n_components, n_features), default=None
-        Initial means, as in scikit-learn; the same as an array ``init``
-        (give one of them): one initialisation.
-    precisions_init : array-like, default=None
-        Initial precisions (inverse covariances), scikit-learn's shapes:
-        (n_components,) for "spherical", (n_components, n_features) for
-        "diag", (n_components, n_features, n_features) for "full",
-        (n_features, n_features) for "tied"; and a float for
-        "tied_spherical", (n_features,) for "tied_diag".  None: the robust
-        start (the scatter of the closest half of the points, see
-        ``init``), every component starting from it.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -280,7 +301,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         noise model's expected fraction of points drawn from its Gaussian
         clusters whose outlier probability exceeds 0.5 (None likewise).
     objective_ : float
-        Final cost of eq. (8) (log-penalty version when ``weighted``).
+        Final cost of eq. (8) (its log-penalty version with ``penalty="log"``).
     objective_history_ : ndarray
         Cost after each EM iteration of the final run.
     n_iter_ : int
@@ -315,7 +336,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     make the likelihood unbounded (a component on one point): ``reg_covar``
     and ``eigenvalue_ratio`` bound it.
 
-    **Default outlier count** (``default_rule="noise"``).  With neither
+    **Default outlier count**.  With neither
     ``lam`` nor ``n_outliers``, the count is that of :class:`RobustKMeans`'
     default (see its Notes, and :mod:`robustclust._core.noise`): the data
     are modelled as Gaussian clusters plus uniform noise over their bounding
@@ -349,7 +370,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     digits, 10 components: a default fit takes 4.5 s of CPU, 3.7 s of it the
     noise model's EM, against 1.3 s with the chi^2 rule).
 
-    **Default lambda** (``default_rule="chi2"``, and sparse data, more than
+    **Default lambda** (``lam="chi2"``, and sparse data, more than
     256 features or Dask input).  lam = sqrt(chi^2_p quantile(0.999)): a
     Gaussian inlier, whose ||r_n||^2_{Sigma^-1} is chi^2_p, is flagged with
     probability 0.1%.
@@ -377,53 +398,47 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "lam": [Interval(Real, 0, None, closed="both"), None],
+        "lam": [Interval(Real, 0, None, closed="both"), StrOptions({"chi2"}), None],
         "n_outliers": [
             Interval(Integral, 0, None, closed="left"),
             Interval(Real, 0, 0.5, closed="neither"),
             None,
         ],
         "covariance_type": [StrOptions(set(COVARIANCE_TYPES))],
-        "weighted": ["boolean"],
+        "penalty": [StrOptions({"group", "log"})],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"robust", "k-means++", "k-means||", "random", "robust-kmeans"}),
-                 "array-like"],
+        "init": [StrOptions(set(MIXTURE_STARTS)), "array-like", dict],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "default_rule": [StrOptions({"noise", "chi2"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
         "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), None],
-        "weights_init": ["array-like", None],
-        "means_init": ["array-like", None],
-        "precisions_init": ["array-like", Real, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
+    _renamed_params = ("weighted", "default_rule", "means_init", "weights_init",
+                       "precisions_init")
+
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
-                 covariance_type="tied_spherical", weighted=False, eps=None, init="robust",
-                 n_init=10, default_rule="noise", max_iter=300, tol=1e-4, reg_covar=1e-6,
-                 eigenvalue_ratio=None, weights_init=None, means_init=None,
-                 precisions_init=None, random_state=None, verbose=0):
+                 covariance_type="tied_spherical", penalty="group", eps=None, init="robust",
+                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, eigenvalue_ratio=None,
+                 random_state=None, verbose=0, **renamed):
         self.n_components = n_components
         self.lam = lam
         self.n_outliers = n_outliers
         self.covariance_type = covariance_type
-        self.weighted = weighted
+        self.penalty = penalty
         self.eps = eps
         self.init = init
         self.n_init = n_init
-        self.default_rule = default_rule
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
         self.eigenvalue_ratio = eigenvalue_ratio
-        self.weights_init = weights_init
-        self.means_init = means_init
-        self.precisions_init = precisions_init
         self.random_state = random_state
         self.verbose = verbose
+        self._take_renamed(renamed)
 
     _n_clusters_name = "n_components"
     _lambda_unit = 1.0
@@ -454,23 +469,23 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         X, _ = validate_linear_input(self, X, None, reset)
         return X, None
 
+    @property
+    def _named_start(self):
+        return init_parts(self.init)[0]
+
     def _check_init(self, X):
         self._n_init = self.n_init
         C, p = self.n_components, X.shape[1]
-        self._start_weights = check_weights_init(to_numpy(self.weights_init), C)
-        self._start_precisions = check_precisions_init(to_numpy(self.precisions_init),
+        start, means, weights, precisions = init_parts(self.init)
+        self._start = start
+        self._start_weights = check_weights_init(to_numpy(weights), C)
+        self._start_precisions = check_precisions_init(to_numpy(precisions),
                                                        self.covariance_type, C, p)
-        given = [name for name, value in (("init", self.init), ("means_init", self.means_init))
-                 if value is not None and not isinstance(value, str)]
-        if len(given) == 2:
-            raise ValueError("Give the initial means once: an array init or means_init, "
-                             "not both.")
         self._start_means = None
-        if not given:
+        if means is None:
             return
-        name = given[0]
-        means = check_array(to_numpy(getattr(self, name)), dtype=[np.float64, np.float32],
-                            input_name=name)
+        means = check_array(to_numpy(means), dtype=[np.float64, np.float32],
+                            input_name="init['means']")
         if means.shape != (C, p):
             raise ValueError(
                 f"The shape of the initial means {means.shape} does not match the "
@@ -521,8 +536,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         return [self._initial_means(Xh, rng, n_outliers, fits) for _ in range(self._n_init)]
 
     def _recount_starts(self, problem, n_outliers):
-        if (self._start_means is not None or not isinstance(self.init, str)
-                or self.init in ("k-means++", "random")):
+        if self._start_means is not None or self._start in ("k-means++", "random"):
             return None  # given means and untrimmed draws do not depend on the count
         solver = problem.solver
         self._start_data = solver.geometry.X  # internal units, float64
@@ -540,22 +554,23 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         ``fits``: the :class:`KMeansStarts` of the earlier initialisations."""
         C = self.n_components
         n_outliers = self.n_outliers if n_outliers is None else n_outliers
-        if self.init == "k-means++":
+        if self._start == "k-means++":
             return kmeans_plusplus(X, C, random_state=rng)[0], None
-        if self.init == "k-means||":
+        if self._start == "k-means||":
             n_trim = trim_count(n_outliers, X.shape[0], C)
             return kmeans_parallel_in_memory(X, np.ones(X.shape[0]), C, n_trim, rng), None
-        if self.init == "random":
+        if self._start == "random":
             idx = rng.choice(X.shape[0], C, replace=False)
             return (X[idx].toarray() if sp.issparse(X) else X[idx]), None
         with warnings.catch_warnings():
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
-            seeding = "robust" if self.init == "robust" else "k-means++"
+            seeding = "robust" if self._start == "robust" else "k-means++"
             rkm = (KMeansStarts(X) if fits is None else fits).fit(
-                RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1, refine=False,
-                             default_rule="chi2",
-                             random_state=rng.randint(np.iinfo(np.int32).max)))
+                RobustKMeans(C, init=seeding, n_init=1, refine=False,
+                             random_state=rng.randint(np.iinfo(np.int32).max),
+                             **({"lam": "chi2"} if n_outliers is None
+                                else {"n_outliers": n_outliers})))
         return rkm.cluster_centers_.copy(), rkm.outlier_mask_.copy()
 
     def _store_model(self, problem, state):
@@ -735,24 +750,24 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
 
 def check_weights_init(weights, n_components):
-    """``weights_init`` as a float64 array (or None), with scikit-learn's checks."""
+    """``init["weights"]`` as a float64 array (or None), with scikit-learn's checks."""
     if weights is None:
         return None
     w = check_array(weights, dtype=[np.float64, np.float32], ensure_2d=False,
-                    input_name="weights_init").astype(np.float64)
+                    input_name="init['weights']").astype(np.float64)
     if w.shape != (n_components,):
-        raise ValueError(f"weights_init should have the shape ({n_components},) "
+        raise ValueError(f"init['weights'] should have the shape ({n_components},) "
                          f"(n_components,), but got {w.shape}.")
     if np.any(w < 0) or np.any(w > 1):
-        raise ValueError("weights_init should be in the range [0, 1], but got min "
+        raise ValueError("init['weights'] should be in the range [0, 1], but got min "
                          f"{w.min():.5f} and max {w.max():.5f}.")
     if not np.isclose(w.sum(), 1.0, rtol=0, atol=1e-8):
-        raise ValueError(f"weights_init should sum to 1, but got sum {w.sum():.8f}.")
+        raise ValueError(f"init['weights'] should sum to 1, but got sum {w.sum():.8f}.")
     return w
 
 
 def check_precisions_init(precisions, covariance_type, n_components, n_features):
-    """``precisions_init`` as a float64 array of the type's shape (or None).
+    """``init["precisions"]`` as a float64 array of the type's shape (or None).
 
     Positive for the spherical and diagonal types, symmetric positive
     definite matrices for "full" and "tied"; the errors say which.
@@ -763,29 +778,29 @@ def check_precisions_init(precisions, covariance_type, n_components, n_features)
     P = check_array(np.asarray(precisions, dtype=np.float64) if np.ndim(precisions) == 0
                     else precisions, dtype=[np.float64, np.float32], ensure_2d=False,
                     allow_nd=True, ensure_min_samples=0, ensure_min_features=0,
-                    input_name="precisions_init").astype(np.float64)
+                    input_name="init['precisions']").astype(np.float64)
     if P.shape != shape:
-        raise ValueError(f"precisions_init for covariance_type={covariance_type!r} should "
+        raise ValueError(f"init['precisions'] for covariance_type={covariance_type!r} should "
                          f"have the shape {shape}, but got {P.shape}.")
     kind = COVARIANCE_TYPES[covariance_type][0]
     if kind != "full":
         if np.any(P <= 0):
-            raise ValueError(f"precisions_init for covariance_type={covariance_type!r} "
+            raise ValueError(f"init['precisions'] for covariance_type={covariance_type!r} "
                              "should be positive.")
         return P
     for c, matrix in enumerate(P.reshape(-1, n_features, n_features)):
         where = "" if P.ndim == 2 else f"[{c}]"
         if not np.allclose(matrix, matrix.T, rtol=1e-8, atol=0):
-            raise ValueError(f"precisions_init{where} should be symmetric.")
+            raise ValueError(f"init['precisions']{where} should be symmetric.")
         try:
             np.linalg.cholesky(matrix)
         except np.linalg.LinAlgError:
-            raise ValueError(f"precisions_init{where} should be positive definite.") from None
+            raise ValueError(f"init['precisions']{where} should be positive definite.") from None
     return P
 
 
 def start_covariance(precisions, covariance_type, scale, dim):
-    """The covariance object of checked ``precisions_init`` in internal units (X / scale)."""
+    """The covariance object of checked ``init["precisions"]`` in internal units (X / scale)."""
     kind, per_component = COVARIANCE_TYPES[covariance_type]
     if kind == "full":
         P = np.asarray(precisions).reshape(-1, dim, dim)

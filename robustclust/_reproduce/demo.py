@@ -36,18 +36,18 @@ _N_INLIERS = 200
 #: ``lam = inf`` limit of robust K-means, EM (a spherical mixture with one
 #: common variance) that of RPC.
 METHODS = {
-    "hard K-means": (RobustKMeans, {"lam": np.inf, "q": 1.0}, False),
-    "soft K-means": (RobustKMeans, {"lam": np.inf, "q": _SOFT_Q}, False),
+    "hard K-means": (RobustKMeans, {"lam": np.inf, "fuzzifier": 1.0}, False),
+    "soft K-means": (RobustKMeans, {"lam": np.inf, "fuzzifier": _SOFT_Q}, False),
     "EM": (RobustGaussianMixture, {"lam": np.inf, "covariance_type": "tied_spherical"}, False),
     # the paper's estimator: no trimmed refinement of the count fit
-    "hard RKM": (RobustKMeans, {"q": 1.0, "refine": False}, True),
-    "hard WRKM": (RobustKMeans, {"q": 1.0, "weighted": True}, True),
-    "soft RKM": (RobustKMeans, {"q": _SOFT_Q}, True),
-    "soft WRKM": (RobustKMeans, {"q": _SOFT_Q, "weighted": True}, True),
+    "hard RKM": (RobustKMeans, {"fuzzifier": 1.0, "refine": False}, True),
+    "hard WRKM": (RobustKMeans, {"fuzzifier": 1.0, "penalty": "log"}, True),
+    "soft RKM": (RobustKMeans, {"fuzzifier": _SOFT_Q}, True),
+    "soft WRKM": (RobustKMeans, {"fuzzifier": _SOFT_Q, "penalty": "log"}, True),
     # the paper's model: one variance sigma^2 I common to all components
     "RPC": (RobustGaussianMixture, {"init": "robust-kmeans",
                                     "covariance_type": "tied_spherical"}, True),
-    "WRPC": (RobustGaussianMixture, {"init": "robust-kmeans", "weighted": True,
+    "WRPC": (RobustGaussianMixture, {"init": "robust-kmeans", "penalty": "log",
                                      "covariance_type": "tied_spherical"}, True),
 }
 

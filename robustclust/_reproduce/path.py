@@ -31,8 +31,8 @@ REPEATS = 3
 #: name -> unfitted estimator (random initialisation, as in the paper's Fig. 2).
 def _models():
     return {
-        "RKM (q = 1)": RobustKMeans(4, q=1.0, init="random", n_init=1, random_state=0),
-        "RKM (q = 1.5)": RobustKMeans(4, q=1.5, init="random", n_init=1, random_state=0),
+        "RKM (q = 1)": RobustKMeans(4, fuzzifier=1.0, init="random", n_init=1, random_state=0),
+        "RKM (q = 1.5)": RobustKMeans(4, fuzzifier=1.5, init="random", n_init=1, random_state=0),
         "RPC": RobustGaussianMixture(4, covariance_type="tied_spherical", init="robust-kmeans",
                                      n_init=1, random_state=0),
     }

@@ -37,17 +37,17 @@ def _report_row(data, est):
 
 def _fits(X, gamma, n_init):
     """KRKM, WKRKM, KRPC, WKRPC at one bandwidth, asked for N_OUTLIERS."""
-    common = dict(kernel="rbf", gamma=gamma, n_outliers=N_OUTLIERS)
+    common = dict(kernel="rbf", kernel_params={"gamma": gamma}, n_outliers=N_OUTLIERS)
     # the paper's k-means++-type start, with which the reported numbers were measured
-    krkm = KernelRobustKMeans(2, q=Q, init="k-means++", n_init=n_init, random_state=0,
+    krkm = KernelRobustKMeans(2, fuzzifier=Q, init="k-means++", n_init=n_init, random_state=0,
                               **common).fit(X)
     start = krkm.memberships_.argmax(axis=1)
     fits = {
         "KRKM": krkm,
-        "WKRKM": KernelRobustKMeans(2, q=Q, weighted=True, init=start, n_init=1,
+        "WKRKM": KernelRobustKMeans(2, fuzzifier=Q, penalty="log", init=start, n_init=1,
                                     **common).fit(X),
         "KRPC": KernelRobustGaussianMixture(2, init=start, n_init=1, **common).fit(X),
-        "WKRPC": KernelRobustGaussianMixture(2, init=start, weighted=True, n_init=1,
+        "WKRPC": KernelRobustGaussianMixture(2, init=start, penalty="log", n_init=1,
                                              **common).fit(X),
     }
     return fits
@@ -72,11 +72,11 @@ def run(out_dir, *, quick, data_home=None):
     fig4 = Figure(figsize=(10, 3.6))
     n_lambdas = 40 if quick else 100
     for ax, (label, make) in zip(fig4.subplots(1, 2), [
-            ("KRKM (q = 1.1)", lambda g: KernelRobustKMeans(2, kernel="rbf", gamma=g, q=Q,
+            ("KRKM (q = 1.1)", lambda g: KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": g}, fuzzifier=Q,
                                                             init="k-means++",
                                                             n_init=n_init, random_state=0)),
             ("KRPC", lambda g: KernelRobustGaussianMixture(
-                2, kernel="rbf", gamma=g,
+                2, kernel="rbf", kernel_params={"gamma": g},
                 init=all_fits[g]["KRKM"].memberships_.argmax(axis=1), n_init=1))]):
         for i, gamma in enumerate(GAMMAS):
             path = regularization_path(make(gamma), X, n_lambdas=n_lambdas,

@@ -64,7 +64,7 @@ N_CLUSTERS = 6
 DATA_SEED = 0
 INIT_SEED = 1
 #: The homogeneous polynomial kernel (x^T y)^3 of the paper.
-POLY = {"kernel": "poly", "degree": 3, "gamma": 1.0, "coef0": 0.0}
+POLY = {"kernel": "poly", "kernel_params": {"degree": 3, "gamma": 1.0, "coef0": 0.0}}
 
 #: Table II of the paper (ARI after removing the outliers).
 PAPER_ARI = {
@@ -358,9 +358,9 @@ def weighted_comparison(problem, rkm, rpc):
     s = problem.n_outliers
     out = {}
     cases = (
-        ("WRKM", rkm, lambda: RobustKMeans(N_CLUSTERS, n_outliers=s, weighted=True,
+        ("WRKM", rkm, lambda: RobustKMeans(N_CLUSTERS, n_outliers=s, penalty="log",
                                            init=rkm.model.cluster_centers_, n_init=1)),
-        ("WRPC", rpc, lambda: RobustGaussianMixture(N_CLUSTERS, n_outliers=s, weighted=True,
+        ("WRPC", rpc, lambda: RobustGaussianMixture(N_CLUSTERS, n_outliers=s, penalty="log",
                                                     covariance_type="tied_spherical",
                                                     init=rpc.model.means_, n_init=1)),
     )

@@ -19,7 +19,8 @@ from .. import (
     RobustGaussianMixture,
     RobustKMeans,
 )
-from .._estimators.kernel import NAMED_KERNELS
+from .._estimators._params import OLD_DEFAULT_LANDMARKS
+from .._estimators.kernel import KERNEL_PARAMS, NAMED_KERNELS
 
 METHODS = ("kmeans", "soft", "gmm")
 COVARIANCES = ("tied_spherical", "tied_diag", "tied", "spherical", "diag", "full")
@@ -84,19 +85,19 @@ def build_estimator(options, *, graph=False):
             KernelRobustGaussianMixture or Pipeline
     """
     common = {"lam": options.lam, "n_outliers": options.n_outliers,
-              "weighted": options.weighted, "random_state": options.seed}
+              "penalty": "log" if options.weighted else "group", "random_state": options.seed}
     if options.n_init is not None:
         common["n_init"] = options.n_init
     if graph:
         common.update(kernel="precomputed", init=GRAPH_INIT)
     elif options.kernel is not None:
         common["kernel"] = options.kernel
-        common.update({name: getattr(options, name) for name in KERNEL_PARAMETERS
-                       if getattr(options, name) is not None})
+        kernel_params = {name: getattr(options, name) for name in KERNEL_PARAMETERS
+                         if getattr(options, name) is not None}
+        if kernel_params:
+            common["kernel_params"] = kernel_params
         if options.approximation == "nystroem":
-            common["approximation"] = "nystroem"
-            if options.n_landmarks is not None:
-                common["n_landmarks"] = options.n_landmarks
+            common["n_landmarks"] = options.n_landmarks or OLD_DEFAULT_LANDMARKS
     if options.init is not None:
         common["init"] = options.init
     kernel = "kernel" in common
@@ -107,9 +108,9 @@ def build_estimator(options, *, graph=False):
         estimator = RobustGaussianMixture(
             options.n_clusters, covariance_type=options.covariance or "tied_spherical", **common)
     elif kernel:
-        estimator = KernelRobustKMeans(options.n_clusters, q=q, **common)
+        estimator = KernelRobustKMeans(options.n_clusters, fuzzifier=q, **common)
     else:
-        estimator = RobustKMeans(options.n_clusters, q=q, **common)
+        estimator = RobustKMeans(options.n_clusters, fuzzifier=q, **common)
         if not options.refine:
             estimator.set_params(refine=False)
     return make_pipeline(StandardScaler(), estimator) if options.standardize else estimator
@@ -186,7 +187,7 @@ def describe(model):
     kernel, the only precomputed kernel the command line makes.
     """
     est = final_estimator(model)
-    prefix = "weighted " if est.weighted else ""
+    prefix = "weighted " if est.penalty.startswith("log") else ""
     kernel = kernel_name(model)
     if kernel is not None:
         detail = f"{kernel} kernel"
@@ -195,22 +196,23 @@ def describe(model):
             detail += ", gamma=" + ("1/median" if gamma is None else f"{gamma:.4g}")
         elif est.kernel == "poly":
             gamma = "1/p" if gamma is None else f"{gamma:.4g}"
-            detail += f", degree {est.degree}, gamma={gamma}, coef0={est.coef0:g}"
-        if getattr(est, "approximation", None) == "nystroem":
+            degree, coef0 = (kernel_parameter(est, name) for name in ("degree", "coef0"))
+            detail += f", degree {degree}, gamma={gamma}, coef0={coef0:g}"
+        if est.n_landmarks is not None:
             fitted = getattr(est, "nystroem_", None)
             landmarks = est.n_landmarks if fitted is None else fitted.n_components
             detail += f", Nystroem, {landmarks} landmarks"
         if isinstance(est, KernelRobustGaussianMixture):
             return f"{prefix}kernel robust Gaussian mixture (KRPC, {detail})"
-        if est.q == 1:
+        if est.fuzzifier == 1:
             return f"{prefix}hard kernel robust K-means ({detail})"
-        return f"{prefix}soft kernel robust K-means (q={est.q:g}, {detail})"
+        return f"{prefix}soft kernel robust K-means (q={est.fuzzifier:g}, {detail})"
     if isinstance(est, RobustGaussianMixture):
         return (f"{prefix}robust Gaussian mixture (RPC, {est.covariance_type} "
                 "covariance)")
-    if est.q == 1:
+    if est.fuzzifier == 1:
         return f"{prefix}hard robust K-means"
-    return f"{prefix}soft robust K-means (q={est.q:g})"
+    return f"{prefix}soft robust K-means (q={est.fuzzifier:g})"
 
 
 def kernel_name(model):
@@ -226,7 +228,12 @@ def kernel_gamma(model):
     rbf, 1 / n_features for poly), or no such kernel.
     """
     est = final_estimator(model)
-    return getattr(est, "gamma_", getattr(est, "gamma", None))
+    return getattr(est, "gamma_", kernel_parameter(est, "gamma"))
+
+
+def kernel_parameter(est, name):
+    """An entry of a kernel estimator's ``kernel_params`` (its default when absent)."""
+    return (getattr(est, "kernel_params", None) or {}).get(name, KERNEL_PARAMS[name][1])
 
 
 def n_clusters(model):

@@ -86,8 +86,20 @@ def new_points(X):
 # as well (the mixture's only where it has the parameter: older versions lack it).
 
 
+def _current(cls, kwargs):
+    """The cases' parameters (the recorded version's names) under the current names."""
+    try:
+        from robustclust._estimators._params import translate_params
+    except ImportError:  # a version before the renaming
+        return kwargs
+    old = {k: kwargs.pop(k) for k in list(kwargs) if k in cls._renamed_params}
+    return translate_params(cls, kwargs, old, warn=False)
+
+
 def RKM(*args, init="k-means++", default_rule="chi2", **kwargs):
-    return RobustKMeans(*args, init=init, default_rule=default_rule, **kwargs)
+    return RobustKMeans(*args, **_current(RobustKMeans, {"init": init,
+                                                        "default_rule": default_rule,
+                                                        **kwargs}))
 
 
 #: The common-covariance types under their names since per-component covariances
@@ -99,17 +111,20 @@ def RPC(*args, init="robust-kmeans", covariance_type="spherical", **kwargs):
     """RPC with one covariance common to all components (every version's meaning)."""
     if RobustGaussianMixture().covariance_type.startswith("tied"):  # the new names
         covariance_type = _COMMON[covariance_type]
-    if "default_rule" in RobustGaussianMixture().get_params():
-        kwargs.setdefault("default_rule", "chi2")
-    return RobustGaussianMixture(*args, init=init, covariance_type=covariance_type, **kwargs)
+    kwargs.setdefault("default_rule", "chi2")  # versions before the noise rule lack it
+    kwargs = _current(RobustGaussianMixture, {"init": init, **kwargs})
+    if "default_rule" not in RobustGaussianMixture().get_params():
+        kwargs.pop("default_rule", None)
+    return RobustGaussianMixture(*args, covariance_type=covariance_type, **kwargs)
 
 
 def KRKM(*args, init="k-means++", **kwargs):
-    return KernelRobustKMeans(*args, init=init, **kwargs)
+    return KernelRobustKMeans(*args, **_current(KernelRobustKMeans, {"init": init, **kwargs}))
 
 
 def KRPC(*args, init="robust-kmeans", **kwargs):
-    return KernelRobustGaussianMixture(*args, init=init, **kwargs)
+    return KernelRobustGaussianMixture(*args, **_current(KernelRobustGaussianMixture,
+                                                         {"init": init, **kwargs}))
 
 
 #: name -> (data factory, estimator factory, predict new points?)
