@@ -64,6 +64,14 @@ from ._params import PENALTIES, translate_params
 from .dask_fit import is_dask
 from .fitted import check_state
 
+#: The fitted outlier attributes every fit of every estimator sets (None where they
+#: do not apply), documented in :class:`RobustEstimator`.
+OUTLIER_ATTRIBUTES = ("labels_", "outlier_mask_", "outlier_indices_", "outlier_scores_",
+                      "outlier_norms_", "outlier_vectors_", "outlier_rows_", "n_outliers_",
+                      "lambda_", "outlier_probability_", "noise_proportion_",
+                      "inlier_flag_rate_")
+#: The default count's attributes (None unless its noise model set the count).
+NOISE_ATTRIBUTES = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
@@ -294,6 +302,29 @@ class RobustEstimator(BaseEstimator):
 
     Subclasses declare ``_n_clusters_name`` ("n_clusters" or "n_components")
     and implement the hooks named in the module docstring.
+
+    Every fit of every estimator, in memory or on Dask, sets the same outlier
+    attributes (``OUTLIER_ATTRIBUTES``), None where one does not apply:
+
+    * ``labels_``: the cluster, -1 for the outliers;
+    * ``outlier_mask_``: True for the outliers (exactly ``labels_ == -1`` and
+      ``outlier_scores_ > 0``);
+    * ``outlier_indices_``: their row indices, a NumPy int64 array (also for
+      Dask input, where the per-row attributes are lazy);
+    * ``outlier_scores_``: the score the fit thresholds, 0 for inliers:
+      ||o_n|| for the K-means estimators (in feature space for kernels),
+      ||o_n|| in the Sigma^-1 norm for the mixtures (||o_n|| / sigma for the
+      kernel mixture);
+    * ``outlier_norms_``: ||o_n||_2 (in feature space for kernels), equal to
+      ``outlier_scores_`` for the K-means estimators;
+    * ``outlier_vectors_``: the outlier matrix O, a SciPy CSR matrix of shape
+      (n_samples, n_features) (None for kernels, Dask and other array
+      namespaces);
+    * ``outlier_rows_``: the rows of O at ``outlier_indices_``, dense, shape
+      (n_outliers_, n_features) (None for kernels);
+    * ``n_outliers_``, ``lambda_``;
+    * ``outlier_probability_``, ``noise_proportion_``, ``inlier_flag_rate_``:
+      the default count's noise model (None unless it set the count).
     """
 
     _n_clusters_name = "n_clusters"
@@ -484,7 +515,13 @@ class RobustEstimator(BaseEstimator):
 
     def _forget_default_count(self, existing_only=False):
         """Reset what ``_default_count`` sets (``existing_only``: the attributes an
-        earlier fit set; else all of them, once X is validated); subclasses override."""
+        earlier fit set; else all of them, once X is validated); subclasses override.
+
+        Estimators without a default count have none: their noise attributes
+        are None after every fit (``OUTLIER_ATTRIBUTES``)."""
+        if not existing_only:
+            for name in NOISE_ATTRIBUTES:
+                setattr(self, name, None)
 
     # -- exact trimmed refinement ------------------------------------------------------
     def _refine_unsupported(self, problem):
@@ -535,6 +572,7 @@ class RobustEstimator(BaseEstimator):
         self.outlier_indices_ = index.astype(np.int64)
         self.outlier_norms_ = problem.user_outlier_norms(state).astype(problem.dtype,
                                                                         copy=False)
+        self.outlier_scores_ = self.outlier_norms_  # the mixtures' scores are theirs
         self.lambda_ = problem.user_lambda(lam)
         self.unweighted_lambda_ = problem.user_lambda(lam_unweighted)
         self.n_outliers_ = int(len(index))
@@ -544,6 +582,10 @@ class RobustEstimator(BaseEstimator):
         self.n_iter_ = int(state.n_iter)
         self.converged_ = bool(state.converged)
         self._store_model(problem, state)
+        O = getattr(self, "outlier_vectors_", None)
+        self.outlier_rows_ = None if O is None else O[index].toarray()
+        if not hasattr(self, "outlier_vectors_"):
+            self.outlier_vectors_ = None  # a feature space has no vectors in input units
         if not solver.geometry.is_numpy:
             self._to_input_namespace(solver)
 

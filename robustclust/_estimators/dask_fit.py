@@ -319,8 +319,16 @@ def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
     # lazy per-point attributes, from the final parameters
     estimator.labels_ = solver.block_map(state, "labels", np.intp)
     estimator.memberships_ = solver.block_map(state, "memberships", dtype)
+    norms = (flagged.sizes * scale).astype(dtype)
     _lazy_outlier_arrays(estimator, solver, index, {
-        "outlier_mask_": None, "outlier_norms_": (flagged.sizes * scale).astype(dtype)})
+        "outlier_mask_": None, "outlier_norms_": norms, "outlier_scores_": norms})
+    _no_noise_model(estimator)
+
+
+def _no_noise_model(estimator):
+    """A Dask fit keeps the chi^2 default lambda: no noise-model attributes."""
+    for name in _base.NOISE_ATTRIBUTES:
+        setattr(estimator, name, None)
 
 
 def _fit_mixture(estimator, X):
@@ -425,6 +433,7 @@ def _store_mixture(estimator, solver, state, lam, lam_unweighted, offset, scale)
     _lazy_outlier_arrays(estimator, solver, index, {
         "outlier_mask_": None, "outlier_norms_": norms.astype(dtype),
         "outlier_scores_": np.asarray(flagged.sizes, dtype=np.float64)})
+    _no_noise_model(estimator)
     if estimator.n_outliers_ == n:
         warnings.warn(
             f"Every point is flagged (lambda_={estimator.lambda_:.3g}): with the log "

@@ -37,7 +37,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
 from .._core.starts import KernelSpace, robust_start, trim_count
-from .base import RobustEstimator, internal_units, state_from
+from .base import NOISE_ATTRIBUTES, RobustEstimator, internal_units, state_from
 from .kernels import (
     EXPLICIT_FEATURES,
     SKLEARN_NAMES,
@@ -302,10 +302,13 @@ class _KernelEstimator(RobustEstimator):
         Z = self._nystroem(X)
         model = self._linear_model()
         model = model.fit(Z) if sample_weight is None else model.fit(Z, sample_weight=sample_weight)
-        for name in ("labels_", "outlier_mask_", "outlier_indices_", "outlier_norms_", "lambda_",
-                     "unweighted_lambda_", "n_outliers_", "objective_", "objective_history_",
-                     "n_iter_", "converged_", "memberships_", "eps_"):
+        for name in ("labels_", "outlier_mask_", "outlier_indices_", "outlier_norms_",
+                     "outlier_scores_", "lambda_", "unweighted_lambda_", "n_outliers_",
+                     "objective_", "objective_history_", "n_iter_", "converged_",
+                     "memberships_", "eps_", *NOISE_ATTRIBUTES):
             setattr(self, name, getattr(model, name))
+        # Nystroem features are not the input space: no outlier vectors there
+        self.outlier_vectors_ = self.outlier_rows_ = None
         self.approximate_model_ = model
         self.dual_coef_ = None
         self._n_features_out = self._n_clusters
@@ -421,8 +424,14 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
         Cluster of each point, -1 for outliers.
     memberships_ : ndarray of shape (n_samples, n_clusters)
     outlier_mask_ : ndarray of shape (n_samples,), dtype bool
-    outlier_norms_ : ndarray of shape (n_samples,)
-        ||o_n|| in feature space (eq. (38)), 0 for inliers.
+    outlier_norms_, outlier_scores_ : ndarray of shape (n_samples,)
+        ||o_n|| in feature space (eq. (38)), 0 for inliers (the same array).
+    outlier_indices_ : ndarray of int64
+        Row indices of the outliers.
+    outlier_vectors_, outlier_rows_ : None
+        The outlier vectors live in feature space, not in the input's.
+    outlier_probability_, noise_proportion_, inlier_flag_rate_ : None
+        The kernel estimators have no noise-model default count.
     dual_coef_ : ndarray of shape (n_samples, n_clusters)
         B: centre c is sum_n B_nc phi(x_n) (eq. (31)); None with Nystroem.
     cluster_centers_ : ndarray of shape (n_clusters, n_features)

@@ -150,9 +150,17 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         o_n = x_n - m_{c(n)}: the whole distance to the nearest centre, where
         :meth:`outlier_norms` of the same points gives the O-step's shrunk
         ||r_n|| - lambda_ / 2.
+    outlier_scores_ : ndarray of shape (n_samples,)
+        The outlier score the fit thresholds: ``outlier_norms_`` (the same
+        array; the mixtures' is the Mahalanobis size).
+    outlier_indices_ : ndarray of int64
+        Row indices of the outliers (``np.flatnonzero(outlier_mask_)``).
     outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
         The outlier matrix O, stored sparse: memory grows with the number of
-        outliers.  ``X - outlier_vectors_`` is the cleaned data.
+        outliers.  ``X - outlier_vectors_`` is the cleaned data.  None for
+        Dask input and other array namespaces.
+    outlier_rows_ : ndarray of shape (n_outliers_, n_features)
+        The rows of O at ``outlier_indices_``, dense.
     lambda_ : float
         lambda used (chosen, when ``n_outliers`` or neither was given).
         After refinement: a lambda at which the hard O-step at the refined

@@ -282,7 +282,8 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     outlier_scores_ : ndarray of shape (n_samples,)
         ||o_n||_{Sigma^-1}, the scale-free outlier score (per-component
         covariances: sum_c gamma_nc ||o_n||_{Sigma_c^-1}).
-    outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    outlier_indices_, outlier_vectors_, outlier_rows_
+        As in :class:`RobustKMeans`.
     lambda_, unweighted_lambda_, eps_ : float
         lambda_ is the lambda used (chosen, when ``n_outliers`` or neither
         was given).

@@ -149,16 +149,13 @@ def fitted_data(model, X):
 def row_results(model):
     """(labels, outlier mask, outlier score) of every training row of a fitted model.
 
-    The score is ``outlier_scores_`` (||o_n|| in the Sigma^-1 norm, scale-free;
-    ||o_n|| / sigma for the kernel mixture) where the estimator has it, else
-    ``outlier_norms_`` (||o_n||_2, in feature space for kernels).  Either is
-    0 exactly for the rows not flagged and > 0 for the flagged ones.
+    The score is ``outlier_scores_``: ||o_n||_2 for the K-means estimators
+    (in feature space for kernels), ||o_n|| in the Sigma^-1 norm for the
+    mixtures (scale-free; ||o_n|| / sigma for the kernel mixture).  It is 0
+    exactly for the rows not flagged and > 0 for the flagged ones.
     """
     est = final_estimator(model)
-    scores = getattr(est, "outlier_scores_", None)
-    if scores is None:
-        scores = est.outlier_norms_
-    return est.labels_, est.outlier_mask_, np.asarray(scores, dtype=np.float64)
+    return est.labels_, est.outlier_mask_, np.asarray(est.outlier_scores_, dtype=np.float64)
 
 
 def predict_rows(model, X):
