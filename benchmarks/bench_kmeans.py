@@ -55,7 +55,8 @@ def main():
         f"outliers; per iteration = (t({2 * args.iters} it) - t({args.iters} it)) / "
         f"{args.iters}, the whole fit is the {args.iters}-iteration fit; medians of "
         f"{args.runs} alternate runs. Ratios are ours / scikit-learn's (below 1: ours is "
-        f"faster).", args)
+        f"faster), each the median of the runs' own ratios, which need not be the ratio of "
+        f"the two medians beside it.", args)
     table = results.table("Time per iteration and per fit", [
         ("dtype", "dtype"), ("flagged", "flagged", ".1%"),
         ("rkm_ms_it", "RKM ms/it", ".2f"), ("km_ms_it", "KMeans ms/it", ".2f"),
