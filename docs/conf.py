@@ -41,6 +41,8 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.codeobj.json",
                     "sg_execution_times.rst"]
 default_role = "literal"
+# Quotes and ellipses only: "--lam" in the commands' help must stay two hyphens.
+smartquotes_action = "qe"
 nitpicky = False
 
 # -- autodoc / autosummary / numpydoc -------------------------------------------------

@@ -15,12 +15,14 @@ docutils:
   same, and ``*``.
 
 Nothing is escaped inside ``literals``, `interpreted text`, :role:`targets`,
-doctest lines or literal blocks.
+**strong** text (sphinx-click marks required options so), doctest lines or
+literal blocks.
 """
 
 import re
 
-LITERAL = re.compile(r"(``.+?``|:[\w:.-]+:`[^`]*`|`[^`]*`_{0,2})")
+# literal markup, interpreted text, roles, and sphinx-click's own **Required**
+LITERAL = re.compile(r"(``.+?``|:[\w:.-]+:`[^`]*`|`[^`]*`_{0,2}|\*\*\w[^*]*\*\*)")
 TRAILING_UNDERSCORE = re.compile(r"(?<=\w)_(?=[\s.,;:!?)\]/*\\]|$)")
 STAR = re.compile(r"(?<!\\)\*")
 # numpydoc parameter and attribute lines: "name_ : type", "a, b : int", "name_"
