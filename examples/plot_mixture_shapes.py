@@ -40,8 +40,8 @@ print(f"{len(inliers)} cluster points and {s} outliers")
 # %%
 # Three mixtures, each asked for the planted count. The elongated cluster's
 # largest over smallest variance is 4² / 0.3² ≈ 178; ``eigenvalue_ratio=300``
-# bounds that ratio for all covariances, so that no component swells over
-# the outliers near it.
+# bounds that ratio for all covariances, which limits how far a component
+# can swell over the outliers near it.
 fits = {
     "tied_spherical (the paper's)": RobustGaussianMixture(3, n_outliers=s, random_state=0),
     "tied": RobustGaussianMixture(3, n_outliers=s, covariance_type="tied", random_state=0),
