@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The docs extra (Sphinx and its extensions), installed only for `make docs`.
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test test-fast bench reproduce reproduce-quick clean
+.PHONY: demo test test-fast docs bench reproduce reproduce-quick clean
 
 # The real data sets: a local copy beside the project when there is one
 # (never committed), else the loaders' cache or a download.
@@ -16,6 +18,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
 	touch $(STAMP)
 
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"
+	touch $(DOCS_STAMP)
+
 demo: $(STAMP)
 	$(PY) -m robustclust demo
 
@@ -25,6 +31,10 @@ test: $(STAMP)
 # The unit tests only (no reproduction or console-script sessions): the quick loop.
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
+
+# The documentation site into build/docs (warnings are errors; no network at build time).
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs build/docs
 
 # Section VI of the paper into reports/paper/ (README.md + figures), < 15 min.
 reproduce: $(STAMP)
@@ -42,3 +52,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info robustclust.egg-info .pytest_cache
+	rm -rf docs/api/generated docs/auto_examples docs/sg_execution_times.rst
