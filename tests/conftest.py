@@ -12,7 +12,7 @@ import pytest
 
 #: Modules whose every test is slow.
 SLOW_MODULES = {
-    "test_cli.py", "test_demo.py", "test_readme.py", "test_readme_kernel.py",
+    "test_cli.py", "test_demo.py", "test_sessions.py",
     "test_reproduce.py", "test_reproduce_usps.py", "test_characterization.py",
     "test_estimator_checks.py", "test_array_api.py", "test_gpu.py", "test_dask.py",
     "test_cli_dask.py",
