@@ -242,7 +242,7 @@ def plot_outlier_count_path(path, ax=None, *, target=None, log_scale=True):
         neighbouring grid values whose counts straddle the target is shaded
         instead, gid ``"target-bracket"`` (the λ that flags that many, if one
         does, lies inside; a bisection there finds it), and the legend says
-        "passes <target> for λ in (low, high)"; when the counts never reach
+        "the count passes <target> between λ = low and high"; when the counts never reach
         it, the legend says that no grid λ flags it.
     log_scale : bool, default=True
         Logarithmic λ axis; grid values λ = 0 are then left out.
@@ -268,11 +268,12 @@ def plot_outlier_count_path(path, ax=None, *, target=None, log_scale=True):
         elif span is None:
             low, high = bracket
             ax.axvspan(low, high, color="C2", alpha=0.25, gid="target-bracket",
-                       label=f"passes {target} for λ in ({low:.3g}, {high:.3g})")
+                       label=f"the count passes {target} between λ = {low:.3g} and "
+                             f"{high:.3g}")
         else:
             low, high = span
             ax.axvspan(low, high, color="C2", alpha=0.25, gid="target-range",
-                       label=f"exactly {target}: λ ∈ [{low:.3g}, {high:.3g}]")
+                       label=f"λ from {low:.3g} to {high:.3g} flags exactly {target}")
             for value in (low, high):
                 ax.axvline(value, color="C2", linewidth=0.8)
         ax.legend(fontsize="small")

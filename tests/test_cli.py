@@ -29,6 +29,7 @@ from robustclust import (
     save_model,
 )
 from robustclust.cli import main
+from robustclust.cli._summary import summary_rows
 from robustclust.cli._data import read_graph, rows_phrase
 from robustclust._files import UnsafeWriteError, atomic_write, check_destination
 from robustclust.datasets import make_blobs_with_outliers
@@ -502,10 +503,18 @@ def test_path_table_matches_regularization_path(tmp_path):
     assert lines[2] == "features: x, y"
     assert lines[3].startswith(f"lambda_max: {expected.lambda_max:.4g} (nothing is flagged "
                                f"above it); 8 values down to {expected.lambdas[-1]:.4g}; ")
-    rows = [line.split() for line in lines[6:14]]
+    # the short table: the first and last values and where the count reaches each share
+    shown = summary_rows(expected.n_outliers)
+    rows = [line.split() for line in lines[6:6 + len(shown)]]
+    assert [float(r[0]) for r in rows] == [float(f"{expected.lambdas[i]:.4g}") for i in shown]
+    assert [int(r[1]) for r in rows] == expected.n_outliers[shown].tolist()
+    assert lines[-1] == "wrote path.csv"
+    # --table prints them all
+    proc = run(["path", "blobs.csv", "-k", "4", "--n-lambdas", "8", "--no-refine", "--table"],
+               tmp_path)
+    rows = [line.split() for line in proc.stdout.splitlines()[6:14]]
     assert [float(r[0]) for r in rows] == [float(f"{v:.4g}") for v in expected.lambdas]
     assert [int(r[1]) for r in rows] == expected.n_outliers.tolist()
-    assert lines[14:] == ["wrote path.csv"]
 
 
 def _png_size(path):
@@ -974,7 +983,17 @@ def test_cluster_figure_circles_each_outlier_with_radius_proportional_to_its_sco
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("x", "y")
 
     X3 = np.column_stack([X, X[:, 0] - 2 * X[:, 1]])
-    ax = cluster_figure(X3, labels, scores).axes[0]
-    view = PCA(n_components=2).fit_transform(X3)
+    fig = cluster_figure(X3, labels, scores)
+    ax, strip = fig.axes[:2]
+    pca = PCA(n_components=2).fit(X3[labels >= 0])  # the outliers do not choose the view
+    view = pca.transform(X3)
     np.testing.assert_allclose(ax.collections[0].get_offsets(), view[labels == 0])
-    assert ax.get_xlabel() == "principal component 1"
+    share = pca.explained_variance_ratio_[0]
+    assert ax.get_xlabel() == f"principal component 1 ({share:.0%} of inlier variance)"
+    assert "a 2-D projection of 3 columns" in ax.get_title()
+    # the second panel: distances in all the columns to the cluster's inlier mean
+    by_gid = {c.get_gid(): c for c in strip.collections}
+    far = by_gid["outlier-distances"].get_offsets()[:, 1]
+    means = np.stack([X3[labels == c].mean(axis=0) for c in range(4)])
+    expected = np.sqrt(((X3[out][:, None] - means[None]) ** 2).sum(axis=2)).min(axis=1)
+    np.testing.assert_allclose(far, expected)

@@ -223,7 +223,7 @@ def test_count_target_line_and_range():
     x0, x1 = span.get_x(), span.get_x() + span.get_width()
     assert (x0, x1) == hand.lambda_range(3) == (5.0, 7.0)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "exactly 3: λ ∈ [5, 7]" in legend
+    assert "λ from 5 to 7 flags exactly 3" in legend
 
 
 def test_count_target_between_grid_values_shades_the_bracketing_interval():
@@ -233,7 +233,7 @@ def test_count_target_between_grid_values_shades_the_bracketing_interval():
     span = _by_gid(ax.patches, "target-bracket")
     assert (span.get_x(), span.get_x() + span.get_width()) == (6.0, 7.0)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "passes 3 for λ in (6, 7)" in legend
+    assert "the count passes 3 between λ = 6 and 7" in legend
 
 
 def test_count_target_never_reached_says_so():
@@ -509,24 +509,24 @@ def test_graph_outliers_are_diamonds_sized_by_score_and_named_in_bold(graph):
     assert len(extra.texts) == 0
 
 
-def test_readme_plotting_example_runs(tmp_path, monkeypatch):
+def test_getting_started_plotting_example_runs(tmp_path, monkeypatch):
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    plotting = [b for b in blocks if "robustclust.plotting" in b]
+    page = Path(__file__).resolve().parents[1] / "docs" / "getting_started.rst"
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", page.read_text())
+    plotting = [re.sub(r"(?m)^   ", "", b) for b in blocks if "robustclust.plotting" in b]
     assert len(plotting) == 1
     monkeypatch.chdir(tmp_path)
-    # The names the README's first example defines, rebuilt cheaply (fewer
-    # initialisations and grid values); test_readme.py runs that example itself.
+    # The names the page's first example defines, rebuilt cheaply (fewer
+    # initialisations; tests/test_sessions.py runs the examples as written)
     data = make_blobs_with_outliers(n_outliers=80, random_state=0)
     namespace = {
         "data": data,
         "model": RobustKMeans(4, n_outliers=80, n_init=2, random_state=0).fit(data.X),
-        "path": regularization_path(RobustKMeans(4, n_init=1, random_state=0), data.X,
-                                    n_lambdas=20),
+        "RobustKMeans": RobustKMeans,
+        "regularization_path": regularization_path,
     }
-    exec(compile(plotting[0], "README.md", "exec"), namespace)
+    exec(compile(plotting[0], "getting_started.rst", "exec"), namespace)
     assert (tmp_path / "clusters.png").stat().st_size > 10_000
     assert len(_circles(namespace["left"])) == namespace["model"].n_outliers_

@@ -517,6 +517,9 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
 @data_options
 @click.option("-o", "--output", metavar="FILE.csv",
               help="Write the table: lambda, n_outliers, objective, n_iter.")
+@click.option("--table", "whole_table", is_flag=True,
+              help="Print every lambda value (by default a dozen rows at most: where the "
+                   "count first reaches 1%, 2%, 5%, ... of the rows).")
 @click.option("--plot", metavar="FILE.png",
               help="Outlier norms and the number of outliers versus lambda (the "
                    "paper's Figs. 2-3).")
@@ -524,7 +527,7 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
 @click.pass_obj
 @_guarded
 def path(session, input, n_lambdas, lam_min, lam_max, refine, columns, drop_missing, output,
-         plot, as_json, quiet, force, **model_kwargs):
+         whole_table, plot, as_json, quiet, force, **model_kwargs):
     """Number of outliers of INPUT along the warm-started lambda path.
 
     Solves from lambda_max (the smallest lambda that flags nothing) down a
@@ -570,6 +573,7 @@ def path(session, input, n_lambdas, lam_min, lam_max, refine, columns, drop_miss
         "n_outliers": result.n_outliers.tolist(),
         "objectives": result.objectives.tolist(),
         "n_iter": result.n_iter.tolist(),
+        "whole_table": whole_table,
         "time_s": elapsed,
         **_written(dest, "output", "plot"),
     })

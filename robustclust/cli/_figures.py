@@ -25,6 +25,8 @@ MIN_CIRCLE_RADIUS = 4.0
 LEGEND_CLUSTERS = 12
 #: Curves coloured in the outlier-norm panel of the path figure at most.
 PATH_HIGHLIGHTS = 10
+#: Nodes ranked by name in the path figure of a graph.
+GRAPH_RANKED = 20
 #: Graphs with more nodes are drawn without node names (they would overlap).
 MAX_NAMED_NODES = 200
 
@@ -44,12 +46,14 @@ def _figure(**kwargs):
     return Figure(**kwargs)
 
 
-def plane_view(X):
+def plane_view(X, inliers=None):
     """(2-D coordinates, axis names) of the rows of X for a scatter plot.
 
     Two columns are shown as they are; more are projected on their first
-    two principal components; a single column is drawn against the row
-    number.
+    two principal components, fitted on the ``inliers`` (so the outliers do
+    not choose the view; all rows when fewer than three), the axis names
+    giving each component's share of that variance; a single column is
+    drawn against the row number.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.shape[1] == 2:
@@ -58,8 +62,29 @@ def plane_view(X):
         return np.column_stack([np.arange(1, len(X) + 1), X[:, 0]]), ("row", "value")
     from sklearn.decomposition import PCA
 
-    return PCA(n_components=2).fit_transform(X), ("principal component 1",
-                                                    "principal component 2")
+    basis = X if inliers is None or np.count_nonzero(inliers) < 3 else X[inliers]
+    pca = PCA(n_components=2).fit(basis)
+    whose = "inlier" if basis is not X else "total"
+    share = pca.explained_variance_ratio_
+    return pca.transform(X), tuple(f"principal component {k + 1} ({share[k]:.0%} of {whose} "
+                                   "variance)" for k in range(2))
+
+
+def nearest_centre_distances(X, labels):
+    """(cluster, distance) of every row to the mean of its cluster's inliers, in all
+    the columns; outliers take the nearest such mean."""
+    X = np.asarray(X, dtype=np.float64)
+    clusters = np.unique(labels[labels >= 0])
+    if len(clusters) == 0:
+        return np.zeros(len(X), dtype=int), np.zeros(len(X))
+    means = np.stack([X[labels == c].mean(axis=0) for c in clusters])
+    d2 = ((X[:, None, :] - means[None, :, :]) ** 2).sum(axis=2) if len(X) * len(clusters) \
+        * X.shape[1] <= 50_000_000 else None
+    if d2 is None:  # large data: one cluster at a time
+        d2 = np.stack([((X - m) ** 2).sum(axis=1) for m in means], axis=1)
+    nearest = np.where(labels >= 0, np.searchsorted(clusters, np.maximum(labels, 0)),
+                       d2.argmin(axis=1))
+    return clusters[nearest], np.sqrt(d2[np.arange(len(X)), nearest])
 
 
 def circle_radii(scores):
@@ -94,12 +119,17 @@ def cluster_figure(X, labels, scores, *, axis_names=None, title=""):
     """
     from ..plotting import cluster_colors
 
-    view, names = plane_view(X)
+    labels = np.asarray(labels)
+    view, names = plane_view(X, labels >= 0)
     if axis_names is not None and np.asarray(X).shape[1] == 2:
         names = axis_names
-    labels = np.asarray(labels)
-    fig = _figure(figsize=(6.4, 5.2), layout="constrained")
-    ax = fig.subplots()
+    projected = np.asarray(X).shape[1] > 2
+    if projected:
+        fig = _figure(figsize=(10.4, 5.2), layout="constrained")
+        ax, strip = fig.subplots(1, 2, width_ratios=(1.4, 1))
+    else:
+        fig = _figure(figsize=(6.4, 5.2), layout="constrained")
+        ax = fig.subplots()
     clusters = np.unique(labels[labels >= 0])
     colors = cluster_colors(int(labels.max()) + 1 if len(clusters) else 1)
     for c in clusters:
@@ -121,8 +151,31 @@ def cluster_figure(X, labels, scores, *, axis_names=None, title=""):
     ax.set_xlabel(names[0])
     ax.set_ylabel(names[1])
     ax.set_title(title, fontsize=10)
+    if projected:
+        fig.suptitle(title, fontsize=10)
+        ax.set_title(f"a 2-D projection of {np.asarray(X).shape[1]} columns: an outlier\n"
+                     "drawn inside a cluster is far from it in the others", fontsize=9)
+        _distance_strip(strip, X, labels, colors)
     fig.legend(loc="outside right upper", fontsize=8, markerscale=1.5)
     return fig
+
+
+def _distance_strip(ax, X, labels, colors):
+    """Each row's distance to its cluster's mean in all the columns, by cluster: what a
+    projection hides (gid ``"distances"``: the inliers; ``"outlier-distances"``)."""
+    cluster, dist = nearest_centre_distances(X, labels)
+    jitter = np.random.default_rng(0).uniform(-0.3, 0.3, size=len(dist))
+    inlier = labels >= 0
+    ax.scatter(cluster[inlier] + jitter[inlier], dist[inlier], s=8, linewidths=0,
+               color=[colors[c] for c in cluster[inlier]], gid="distances")
+    if (~inlier).any():
+        ax.scatter(cluster[~inlier] + jitter[~inlier], dist[~inlier], c="crimson",
+                   marker="x", s=18, linewidths=0.9, gid="outlier-distances")
+    ax.set_xticks(np.unique(cluster))
+    ax.set_xlabel("cluster (an outlier: the nearest)")
+    ax.set_ylabel("distance to the cluster's mean, all columns")
+    ax.set_title("the same rows by their distance in all the columns\n(outliers: red crosses)",
+                 fontsize=9)
 
 
 def graph_figure(graph, labels, scores, *, title=""):
@@ -193,6 +246,21 @@ def path_figure(path, *, title="", labels=None, noun="row"):
 
     fig = _figure(figsize=(11, 4.2), layout="constrained")
     curves, counts = fig.subplots(1, 2)
+    if noun == "node":
+        # on a graph every node turns into an outlier within a few percent of
+        # lambda_max and their curves lie on top of one another: rank the nodes
+        _entry_ranking(curves, path, labels)
+        plot_outlier_count_path(path, counts)
+        from matplotlib.ticker import FormatStrFormatter
+
+        shown = active_range(path)
+        if shown is not None:
+            counts.set_xlim(*shown)
+        for axis_format in (counts.xaxis.set_major_formatter, counts.xaxis.set_minor_formatter):
+            axis_format(FormatStrFormatter("%g"))
+        counts.set_title("number of outliers", fontsize=10)
+        fig.suptitle(title, fontsize=10)
+        return fig
     highlight = first_outliers(path)
     plot_outlier_norms_path(path, curves, highlight=highlight, linewidth=0.8)
     colored = next(c for c in curves.collections if c.get_gid() == "outliers")
@@ -216,6 +284,32 @@ def path_figure(path, *, title="", labels=None, noun="row"):
     counts.set_title(what, fontsize=10)
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+def entry_lambdas(path):
+    """The largest grid lambda at which each row is flagged (0 where it never is)."""
+    norms = np.asarray(path.outlier_norms)
+    lams = np.asarray(path.lambdas, dtype=np.float64)
+    flagged = norms > 0
+    first = flagged.argmax(axis=0)
+    return np.where(flagged.any(axis=0), lams[first], 0.0)
+
+
+def _entry_ranking(ax, path, labels, limit=GRAPH_RANKED):
+    """The rows flagged first, by the lambda at which each is first flagged (gid
+    ``"entry-lambdas"``), named on the y axis."""
+    entry = entry_lambdas(path)
+    order = np.lexsort((np.arange(len(entry)), -entry))[:limit]
+    order = order[entry[order] > 0]
+    names = [str(labels[i]) if labels is not None else str(i + 1) for i in order]
+    y = np.arange(len(order))[::-1]
+    ax.scatter(entry[order], y, color="crimson", s=18, gid="entry-lambdas")
+    ax.hlines(y, entry[order].min() if len(order) else 0, entry[order], color="0.8",
+              linewidth=0.8)
+    ax.set_yticks(y, names, fontsize=7)
+    ax.set_xlabel("\N{GREEK SMALL LETTER LAMDA} at which the node is first flagged")
+    ax.set_title(f"the {len(order)} nodes flagged first (largest \N{GREEK SMALL LETTER LAMDA})",
+                 fontsize=10)
 
 
 def active_range(path, margin=1.5, least_cut=3.0):

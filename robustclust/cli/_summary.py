@@ -173,10 +173,34 @@ def _path_lines(summary):
                 f"{start}; {values}")
     digits = _distinguishing_digits(lams)
     shown = [f"{lam:.{digits}g}" for lam in lams]
-    width = max(9, *(len(text) for text in shown))
+    rows = range(len(lams)) if summary.get("whole_table") else summary_rows(counts)
+    width = max(9, *(len(shown[i]) for i in rows))
     lines = [f"{head}; {summary['time_s']:.2f} s", "", f"{'lambda':>{width}}  outliers"]
-    lines += [f"{text:>{width}}  {n:>8}" for text, n in zip(shown, counts)]
+    lines += [f"{shown[i]:>{width}}  {counts[i]:>8}" for i in rows]
+    if len(rows) < len(lams):
+        lines += ["", f"{len(rows)} of the {len(lams)} values: where the count first reaches "
+                      "a share of the rows; --table prints every value, -o FILE.csv writes "
+                      "them"]
     return lines
+
+
+#: The shares of the rows at which the short path table shows the count reached.
+PATH_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def summary_rows(counts):
+    """Rows of the short path table: the first and the last value, the first that
+    flags anything, and the first that reaches each share of ``PATH_SHARES`` of the
+    largest count (the grid runs from lambda_max down)."""
+    counts = [int(c) for c in counts]
+    rows = {0, len(counts) - 1}
+    top = max(counts)
+    marks = [1] + [max(1, math.ceil(share * top)) for share in PATH_SHARES]
+    for mark in marks:
+        reached = [i for i, c in enumerate(counts) if c >= mark]
+        if reached:
+            rows.add(reached[0])
+    return sorted(rows)
 
 
 def _distinguishing_digits(values, least=4, most=12):
