@@ -20,8 +20,8 @@ from robustclust.plotting import plot_clusters
 data = make_rings_with_outliers(random_state=0)
 inlier = ~data.outlier_mask
 
-rings = KernelRobustKMeans(2, kernel="rbf", gamma=0.2, q=1.1, n_outliers=60,
-                           random_state=0).fit(data.X)
+rings = KernelRobustKMeans(2, kernel="rbf", kernel_params={"gamma": 0.2}, fuzzifier=1.1,
+                           n_outliers=60, random_state=0).fit(data.X)
 linear = RobustKMeans(2, n_outliers=60, random_state=0).fit(data.X)
 
 for name, model in [("kernel (rbf)", rings), ("linear", linear)]:

@@ -10,7 +10,8 @@ docutils:
 
 * in docstrings of ``robustclust`` (``autodoc-process-docstring``, before
   numpydoc): a trailing ``_`` of a word in running text (``lambda_ / 2``);
-  numpydoc's own parameter lines (``lambda_ : float``) are left to numpydoc;
+  numpydoc's own parameter lines (``lambda_ : float``) keep their names for
+  numpydoc, and only their types are escaped (``of shape (n_outliers_, p)``);
 * in the help of the ``robustclust`` commands (sphinx-click's events): the
   same, and ``*``.
 
@@ -50,8 +51,13 @@ def escape_lines(lines, *, stars=False, fields=True):
                 literal_indent = None
             else:
                 continue
-        if stripped.startswith((">>>", "... ")) or (fields and FIELD.match(line)):
+        field = FIELD.match(line) if fields else None
+        if stripped.startswith((">>>", "... ")):
             pass
+        elif field:
+            if field.group(2):  # the type after " : " is running text
+                start = field.start(2) + 1
+                lines[i] = line[:start] + _escape(line[start:], stars)
         else:
             lines[i] = _escape(line, stars)
         if stripped.endswith("::"):
