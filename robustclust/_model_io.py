@@ -1,6 +1,6 @@
 """Model files: fitted estimators as NumPy arrays plus JSON, never pickle.
 
-Format, version 2
+Format, version 3
 -----------------
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays; the name
 need not end in ``.npz``), read with ``allow_pickle=False`` so that loading

@@ -57,7 +57,8 @@ def check_kernel_matrix(K, shift=False):
         if not shift:
             raise ValueError(
                 f"The kernel matrix is not positive semidefinite: its smallest eigenvalue "
-                f"is {lam_min:.3g}. Use a valid kernel, or psd_shift=True to add "
+                f"is {lam_min:.3g}. Use a valid kernel, or kernel_params={{'psd_shift': True}} "
+                f"to add "
                 f"{-lam_min:.3g} to its diagonal.")
         K = K + (-lam_min) * np.eye(len(K))
     return K

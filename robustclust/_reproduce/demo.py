@@ -238,7 +238,7 @@ def run_demo(n_runs=100, data_seed=0, stream=None):
     the four-blob data set, every method is run once from each of ``n_runs``
     random initialisations (``init="random"``, ``n_init=1``,
     ``random_state=0, ..., n_runs - 1``), as the paper averages over 100
-    algorithm initialisations. The methods are hard and soft (``q=1.5``)
+    algorithm initialisations. The methods are hard and soft (``fuzzifier=1.5``)
     K-means (``lam=inf``) and hard and soft robust K-means, unweighted
     (RKM) and weighted (WRKM), told the true number of outliers.
 
