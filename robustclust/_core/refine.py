@@ -136,7 +136,7 @@ class Refined:
     steps: int = 0
 
 
-def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
+def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fixed=None):
     """Concentration steps from ``centres`` until the kept set settles.
 
     Parameters
@@ -149,6 +149,10 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
     n_trim : int
         The number s of points to flag.
     max_steps : int, default=REFINE_MAX_STEPS
+    fixed : ndarray of shape (N,), dtype bool, default=None
+        A flagged set given in advance (the default count's noise points):
+        the steps then trim exactly it (its points weigh nothing) and move
+        the centres as K-means of the others.
 
     Returns
     -------
@@ -156,12 +160,16 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
     """
     w = np.asarray(sample_weight, dtype=np.float64)
     centres = np.asarray(centres, dtype=np.float64)
+    if fixed is not None:  # the fixed points weigh nothing, and none is trimmed
+        w, n_trim = np.where(fixed, 0.0, w), 0
     if getattr(space, "dense", None) is not None:
         centres, cost, steps, history, labels, trimmed, d2 = concentration_steps_dense(
             space.dense, space.sq_norms, centres, w, n_trim, max_steps)
-        return Refined(centres, labels, trimmed, d2, cost, history, steps)
-    centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
-    labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)
+    else:
+        centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
+        labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)
+    if fixed is not None:
+        trimmed = np.asarray(fixed, dtype=bool)
     return Refined(centres, labels, trimmed, d2, cost, history, steps)
 
 
@@ -189,13 +197,16 @@ def separating_lambda(sq_distances, trimmed):
     return 2.0 * outer
 
 
-def refine_fit(problem, state):
+def refine_fit(problem, state, fixed=None):
     """The refined solution of a fitted hard robust K-means problem.
 
     Candidates: the fitted state's centres and every initialisation of the
     problem (one per restart), each concentrated by :func:`refine` with s =
     the requested count (the count the fit flagged when none was asked
     for); the smallest l0 cost of eq. (3) wins (the fitted state's on ties).
+    With ``fixed`` (a boolean mask of the points to flag, the default
+    count's noise points), the steps keep that set and ``state`` may be
+    None (no penalized fit: the initialisations are the candidates).
 
     Parameters
     ----------
@@ -217,7 +228,6 @@ def refine_fit(problem, state):
         The l0 cost after each concentration step of the chosen candidate.
     """
     from .starts import PointSpace
-    from .state import Outliers, State
 
     solver = problem.solver
     g = solver.geometry
@@ -229,11 +239,26 @@ def refine_fit(problem, state):
     space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64))
     w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
     best = None
-    for centres in [state.centers, *problem.inits]:
+    starts = problem.inits if state is None else [state.centers, *problem.inits]
+    for centres in starts:
         centres = np.asarray(solver.to_host(centres), dtype=np.float64)
-        candidate = refine(space, centres, w, s)
+        candidate = refine(space, centres, w, s, fixed=fixed)
         if best is None or candidate.cost < best.cost:
             best = candidate
+    refined = fixed_outlier_state(solver, best, state)
+    return refined, separating_lambda(best.sq_distances, best.trimmed), best.history
+
+
+def fixed_outlier_state(solver, best, state=None):
+    """The State of a :class:`Refined` result: its centres and labels, its trimmed
+    points flagged with o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the
+    group O-step on that set; eq. (3) sets them so), ``objective`` its cost;
+    ``history``, ``n_iter`` and ``converged`` of ``state`` (the unrefined run),
+    else of the steps."""
+    from .state import Outliers, State
+
+    g = solver.geometry
+    xp = solver.xp
 
     def back(values, dtype=None):
         return values if xp is np else asarray(values, xp, like=g.sq_norms, dtype=dtype)
@@ -249,8 +274,9 @@ def refine_fit(problem, state):
                         euclidean=back(d[index]), shrink_full=back(shrink_full),
                         sizes_full=back(sizes_full), weights_full=back(labels))
     costs = np.where(best.trimmed, 0.0, best.sq_distances)
-    refined = State(centres, g.products(centres), back(labels), None, outliers, back(costs),
-                    best.cost,
-                    history=list(state.history), n_iter=state.n_iter,
-                    converged=state.converged)
-    return refined, separating_lambda(best.sq_distances, best.trimmed), best.history
+    if state is None:
+        history, n_iter, converged = list(best.history), best.steps, True
+    else:
+        history, n_iter, converged = list(state.history), state.n_iter, state.converged
+    return State(centres, g.products(centres), back(labels), None, outliers, back(costs),
+                 best.cost, history=history, n_iter=n_iter, converged=converged)

@@ -68,8 +68,8 @@ from .fitted import check_state
 #: do not apply), documented in :class:`RobustEstimator`.
 OUTLIER_ATTRIBUTES = ("labels_", "outlier_mask_", "outlier_indices_", "outlier_scores_",
                       "outlier_norms_", "outlier_vectors_", "outlier_rows_", "n_outliers_",
-                      "lambda_", "outlier_probability_", "noise_proportion_",
-                      "inlier_flag_rate_")
+                      "lambda_", "outlier_rule_", "outlier_probability_",
+                      "noise_proportion_", "inlier_flag_rate_")
 #: The default count's attributes (None unless its noise model set the count).
 NOISE_ATTRIBUTES = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
 #: Offset digits the mean may cost the points before the median is used.
@@ -323,6 +323,11 @@ class RobustEstimator(BaseEstimator):
     * ``outlier_rows_``: the rows of O at ``outlier_indices_``, dense, shape
       (n_outliers_, n_features) (None for kernels);
     * ``n_outliers_``, ``lambda_``;
+    * ``outlier_rule_``: what set them: ``"n_outliers"`` or ``"lam"`` (given),
+      ``"noise"`` (the default count's noise model), ``"chi2"`` (the chi^2
+      default lambda: ``lam="chi2"``, Dask input, or a fallback of the
+      default count, which warns), ``"tail"`` (the kernel estimators' default
+      lambda, a robust tail of the feature-space distances);
     * ``outlier_probability_``, ``noise_proportion_``, ``inlier_flag_rate_``:
       the default count's noise model (None unless it set the count).
     """
@@ -412,7 +417,7 @@ class RobustEstimator(BaseEstimator):
         raise NotImplementedError
 
     # -- the template ------------------------------------------------------------------
-    def build_problem(self, X, sample_weight=None):
+    def build_problem(self, X, sample_weight=None, *, starts=True):
         """Validate X and assemble what a fit solves: solver, starts, units.
 
         This is the hook of :func:`robustclust.regularization_path` (and of
@@ -425,6 +430,9 @@ class RobustEstimator(BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features)
             (or the kernel matrix, for ``kernel="precomputed"``)
         sample_weight : array-like of shape (n_samples,), default=None
+        starts : bool, default=True
+            Draw the initialisations (``problem.inits``); False leaves them
+            None, for a fit that draws them once it knows its outlier count.
 
         Returns
         -------
@@ -441,9 +449,11 @@ class RobustEstimator(BaseEstimator):
         penalty, log_penalty = self._make_penalties(geometry, sample_weight)
         solver = Solver(geometry, model, penalty, log_penalty, sample_weight=sample_weight,
                         max_iter=self.max_iter, tol=self.tol, verbose=self.verbose)
-        rng = check_random_state(self.random_state)
-        with solver.blas():
-            inits = self._initializations(solver, X, sample_weight, rng)
+        inits = None
+        if starts:
+            rng = check_random_state(self.random_state)
+            with solver.blas():
+                inits = self._initializations(solver, X, sample_weight, rng)
         problem = Problem(solver, inits, target, None, **units)
         if self._lam_value is not None:
             problem.lam = float(self._lam_value) / problem.lambda_unit
@@ -456,7 +466,14 @@ class RobustEstimator(BaseEstimator):
             from .dask_fit import fit_dask
 
             return fit_dask(self, X, sample_weight)
-        return self._fit_problem(self.build_problem(X, sample_weight))
+        # a fit that estimates its count draws its starts once it knows it
+        return self._fit_problem(self.build_problem(X, sample_weight,
+                                                    starts=not self._counts_by_default))
+
+    @property
+    def _counts_by_default(self):
+        """Whether a fit estimates its outlier count (subclasses with a default count)."""
+        return False
 
     def _fit_problem(self, problem):
         """The fit of a problem :meth:`build_problem` made (the second half of
@@ -469,7 +486,27 @@ class RobustEstimator(BaseEstimator):
             counted = problem.target is not None
             if counted:
                 self._starts_for_count(problem)
+        if problem.inits is None:  # deferred, and no count to trim: the default starts
+            with solver.blas():
+                problem.inits = self._initializations(
+                    solver, None, solver.sample_weight, check_random_state(self.random_state))
         refining = self._refining(problem)
+        fixed = self._fixed_outliers() if counted and refining else None
+        if fixed is not None:
+            # the default count's noise points are the outliers (a set that does
+            # not depend on the units of the columns): the clusters are K-means
+            # of the other points, from every start; no penalized fit is needed
+            with solver.blas():
+                state, lam, history = refine_fit(problem, None, fixed=fixed)
+            self._store(problem, state, lam, lam)
+            self.unrefined_lambda_ = None
+            self.trimmed_cost_ = self.objective_
+            self.refine_history_ = np.array([problem.user_objective(v) for v in history],
+                                            dtype=np.float64)
+            self.outlier_rule_ = "noise"
+            self._flags_noise_points = True
+            return self
+        self._flags_noise_points = False
         with solver.blas():
             with warnings.catch_warnings():
                 # the refinement flags exactly the count asked for; a default
@@ -485,20 +522,30 @@ class RobustEstimator(BaseEstimator):
             self._store(problem, state, lam, lam_unweighted)
         if hasattr(self, "refine"):
             self._store_refined(problem, state, lam, refined)
+        self.outlier_rule_ = ("n_outliers" if self.n_outliers is not None
+                              else "lam" if self._lam_value is not None
+                              else "noise" if counted else self._default_rule_name)
         return self
 
-    def _starts_for_count(self, problem):
-        """Starts that trim a default count above what the starts trimmed.
+    #: How a fit with neither lam nor n_outliers set lambda when no count was
+    #: estimated (``outlier_rule_``); the kernel estimators override it.
+    _default_rule_name = "chi2"
 
-        Without a count the robust start trims ``DEFAULT_TRIM_FRACTION`` of the
-        points (:func:`~robustclust._core.starts.trim_count`); a default count
-        above that (data that are mostly noise) would be fitted from starts
-        that kept much of the noise, so the starts are drawn again trimming
-        the count, as with ``n_outliers`` given.  Subclasses whose starts trim
-        override :meth:`_recount_starts`.
+    def _starts_for_count(self, problem):
+        """Starts that trim the default count.
+
+        A fit that estimates its count draws its starts once it knows it
+        (``problem.inits`` None), trimming the count as with ``n_outliers``
+        given; starts drawn before (a problem built with them) that trimmed
+        ``DEFAULT_TRIM_FRACTION`` of the points
+        (:func:`~robustclust._core.starts.trim_count`) are drawn again when
+        the count is above that (data that are mostly noise: starts that
+        kept much of the noise).  Subclasses whose starts trim override
+        :meth:`_recount_starts`.
         """
         g = problem.solver.geometry
-        if problem.target > trim_count(None, g.n_samples, self._n_clusters):
+        if problem.inits is None or problem.target > trim_count(None, g.n_samples,
+                                                                self._n_clusters):
             inits = self._recount_starts(problem, problem.target)
             if inits is not None:
                 problem.inits = inits
@@ -511,6 +558,11 @@ class RobustEstimator(BaseEstimator):
     def _default_count(self, problem):
         """The outlier count a fit with neither lam nor n_outliers uses (None:
         the default lambda of ``solver.default_lambda``); subclasses override."""
+        return None
+
+    def _fixed_outliers(self):
+        """The points a refined default-count fit flags, decided by the count itself
+        (a boolean mask), or None to flag the farthest; subclasses override."""
         return None
 
     def _forget_default_count(self, existing_only=False):
@@ -745,7 +797,11 @@ class RobustEstimator(BaseEstimator):
             setattr(estimator, name, value)
         check_state(estimator, tuple(state), estimator._fitted_shapes())
         estimator._check_fitted_values()
+        estimator._restore_state()
         return estimator
+
+    def _restore_state(self):
+        """Rebuild what a fitted state holds in a storable form (subclasses)."""
 
     def _fitted_shapes(self):
         """attribute -> the shape a fitted state must give it (subclasses add theirs)."""
@@ -755,14 +811,26 @@ class RobustEstimator(BaseEstimator):
         """Class-specific checks of a fitted state read back (ValueError)."""
 
 
+def warn_chi2_fallback(name, why, stacklevel=5):
+    """The one line that says the default count fell back to the chi2 lambda."""
+    warnings.warn(
+        f"{name}: the default outlier count (a noise model) does not apply ({why}); lambda "
+        "is set by the chi2 rule instead (outlier_rule_ == 'chi2'). Give n_outliers or lam "
+        "to choose, or lam='chi2' to ask for this rule.", OutlierCountWarning,
+        stacklevel=stacklevel)
+
+
 class NoiseDefaultMixin:
     """The default count of the linear estimators: the noise-component count.
 
     With neither ``lam`` nor ``n_outliers``, a fit
     asks :func:`robustclust._core.noise.default_count` for the number of
-    outliers (EM for Gaussian clusters plus uniform noise, started from the
-    first initialisations' centres, :meth:`_noise_starts`) and is then fitted
-    with that count (``RobustEstimator._fit``).  It sets
+    outliers (EM for Gaussian clusters plus uniform noise, in standardised
+    units, from its own robust start) and is then fitted with that count
+    (``RobustEstimator._fit``).  Where the model cannot run (sparse input,
+    more than ``MAX_FEATURES`` features, constant features, no cluster told
+    from the noise) the chi^2 lambda is used, with an
+    :class:`OutlierCountWarning` that says why.  It sets
     ``outlier_probability_``, ``noise_proportion_`` and ``inlier_flag_rate_``
     (None after a fit with ``lam``, ``n_outliers``, ``lam="chi2"``, sparse
     input, more than ``MAX_FEATURES`` features, or Dask input: those keep the
@@ -791,35 +859,60 @@ class NoiseDefaultMixin:
         of an earlier fit behind, and an unfitted estimator gains no attribute
         before its input is validated)."""
         self._noise_model = None
+        self._noise_points = None
         for name in self._noise_attributes:
             if not existing_only or hasattr(self, name):
                 setattr(self, name, None)
 
-    def _noise_starts(self, problem):
-        """The initial centres of the fit's starts, in internal units (EM starts
-        from the first ``MAX_STARTS`` of them); subclasses whose initialisations
-        are not plain centre arrays override it."""
-        return problem.inits
+    @property
+    def _counts_by_default(self):
+        return self.n_outliers is None and getattr(self, "lam", None) is None
+
+    def fitted_state(self):
+        """As :meth:`RobustEstimator.fitted_state`, with the noise model (``_noise_state``)."""
+        state = super().fitted_state()
+        if getattr(self, "_noise_model", None) is not None:
+            state["_noise_state"] = noise_model_state(self._noise_model)
+        return state
+
+    def _restore_state(self):
+        super()._restore_state()
+        if hasattr(self, "_noise_state"):
+            self._noise_model = noise_model_from_state(type(self).__name__,
+                                                      self.__dict__.pop("_noise_state"))
+
+    def _fixed_outliers(self):
+        return getattr(self, "_noise_points", None)
 
     def _default_count(self, problem):
-        """The noise-component count, or None (the chi2 rule)."""
+        """The noise-component count, or None (the chi2 rule: asked for with
+        ``lam="chi2"``, or a fallback, which warns and says why)."""
         g = problem.solver.geometry
-        if self._chi2_rule or g.sparse or g.dim > MAX_FEATURES:
+        if self._chi2_rule:
             return None
-        X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
-        w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
-        starts = [np.asarray(to_numpy(c, g.xp), dtype=np.float64)
-                  for c in self._noise_starts(problem)]
-        s, prob, model = default_count(X, starts, w)
-        if model is None:  # every feature constant: the chi2 rule
-            return None
-        if s > np.count_nonzero(w > 0) - self._n_clusters:
-            # noise everywhere but a point per cluster or less: the model found no
-            # cluster it could tell from the noise (data whose spread is lost to
-            # rounding beside one extreme value), and a count that flags every
-            # point would be no answer: the chi2 rule
+        why = None
+        if g.sparse:
+            why = "sparse input"
+        elif g.dim > MAX_FEATURES:
+            why = f"{g.dim} features (the noise model takes at most {MAX_FEATURES})"
+        else:
+            X = np.asarray(to_numpy(g.X, g.xp), dtype=np.float64)
+            w = np.asarray(to_numpy(problem.solver.sample_weight, g.xp), dtype=np.float64)
+            s, prob, model = default_count(X, w, self._n_clusters,
+                                           check_random_state(self.random_state))
+            if model is None:
+                why = "every feature constant"
+            elif s > np.count_nonzero(w > 0) - self._n_clusters:
+                # noise everywhere but a point per cluster or less: the model found no
+                # cluster it could tell from the noise (data whose spread is lost to
+                # rounding beside one extreme value), and a count that flags every
+                # point would be no answer
+                why = f"the noise model calls {s} of {len(w)} rows noise"
+        if why is not None:
+            warn_chi2_fallback(type(self).__name__, why, stacklevel=7)
             return None
         self._noise_model = model
+        self._noise_points = (prob > 0.5) & (w > 0)
         self.outlier_probability_ = prob.astype(problem.dtype, copy=False)
         self.noise_proportion_ = float(model.noise)
         self.inlier_flag_rate_ = float(model.inlier_flag_rate())
@@ -830,7 +923,8 @@ class NoiseDefaultMixin:
 
         Only after a fit with the ``"noise"`` default (see
         ``outlier_probability_``); the model's clusters, weights and noise
-        density are those of the fit.  Not saved in model files.
+        density are those of the fit (model files keep them; files written
+        before they did cannot answer).
 
         Parameters
         ----------
@@ -844,7 +938,8 @@ class NoiseDefaultMixin:
         model = getattr(self, "_noise_model", None)
         if model is None and getattr(self, "noise_proportion_", None) is not None:
             raise ValueError("outlier_probability needs the noise model of the fit, which "
-                             "model files do not keep: fit the estimator again.")
+                             "model files of the earlier release do not keep: fit the "
+                             "estimator again.")
         if model is None:
             raise ValueError("outlier_probability needs a fit with neither lam nor "
                              "n_outliers (the default count; dense data, at most "
@@ -854,6 +949,43 @@ class NoiseDefaultMixin:
             raise ValueError("outlier_probability takes dense X.")
         Xi, _, _ = internal_units(X, self._offset, self._scale)
         return self._output(model.noise_probability(to_numpy(Xi)), X)
+
+
+def noise_model_state(model):
+    """A fitted noise model as a dict of numbers and arrays (a model file's)."""
+    return {"keep": model.keep.astype(np.int8), "means": model.means,
+            "covariances": model.covariances, "sizes": model.sizes,
+            "weights": model.weights, "noise": float(model.noise),
+            "log_volume": float(model.log_volume), "loc": model.loc, "scale": model.scale}
+
+
+def noise_model_from_state(name, state):
+    """The noise model of :func:`noise_model_state`, checked (ValueError naming it)."""
+    from .._core.noise import NoiseModel
+
+    try:
+        keep = np.asarray(state["keep"]).astype(bool)
+        means = np.asarray(state["means"], dtype=np.float64)
+        covs = np.asarray(state["covariances"], dtype=np.float64)
+        arrays = [np.asarray(state[k], dtype=np.float64) for k in ("sizes", "weights", "loc",
+                                                                   "scale")]
+        noise, log_volume = float(state["noise"]), float(state["log_volume"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{name}._noise_state is incomplete") from None
+    C, p = means.shape if means.ndim == 2 else (-1, -1)
+    sizes, weights, loc, scale = arrays
+    if (keep.ndim != 1 or int(keep.sum()) != p or covs.shape != (C, p, p)
+            or sizes.shape != (C,) or weights.shape != (C,) or loc.shape != (p,)
+            or scale.shape != (p,) or not 0.0 <= noise < 1.0 or np.any(weights < 0)
+            or np.any(scale <= 0) or not np.all(np.isfinite(covs))):
+        raise ValueError(f"{name}._noise_state holds values no fit gives")
+    try:
+        np.linalg.cholesky(covs)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{name}._noise_state holds a covariance that is not positive "
+                         "definite") from None
+    return NoiseModel(keep, means, covs, sizes, weights, noise, log_volume, loc=loc,
+                      scale=scale)
 
 
 def state_from(centers, weights=None, covariance=None):

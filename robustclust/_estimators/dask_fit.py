@@ -326,9 +326,19 @@ def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
 
 
 def _no_noise_model(estimator):
-    """A Dask fit keeps the chi^2 default lambda: no noise-model attributes."""
+    """A Dask fit keeps the chi^2 default lambda: no noise-model attributes; a fit
+    with neither lam nor n_outliers says so (the in-memory default is the noise
+    count)."""
     for name in _base.NOISE_ATTRIBUTES:
         setattr(estimator, name, None)
+    if estimator.n_outliers is not None:
+        estimator.outlier_rule_ = "n_outliers"
+    elif estimator._lam_value is not None:
+        estimator.outlier_rule_ = "lam"
+    else:
+        estimator.outlier_rule_ = "chi2"
+        if not estimator._chi2_rule:
+            _base.warn_chi2_fallback(type(estimator).__name__, "Dask input", stacklevel=8)
 
 
 def _fit_mixture(estimator, X):

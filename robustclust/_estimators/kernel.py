@@ -59,6 +59,7 @@ KERNEL_CONSTRAINTS = {
     "kernel_params": [dict, None],
     "lam": [Interval(Real, 0, None, closed="both"), None],
     "penalty": [StrOptions({"group", "log"})],
+    "n_init": [Interval(Integral, 1, None, closed="left")],
     "n_landmarks": [Interval(Integral, 1, None, closed="left"), None],
 }
 #: The keys of ``kernel_params``: their rules and defaults.
@@ -307,6 +308,7 @@ class _KernelEstimator(RobustEstimator):
                      "objective_", "objective_history_", "n_iter_", "converged_",
                      "memberships_", "eps_", *NOISE_ATTRIBUTES):
             setattr(self, name, getattr(model, name))
+        self.outlier_rule_ = model.outlier_rule_
         # Nystroem features are not the input space: no outlier vectors there
         self.outlier_vectors_ = self.outlier_rows_ = None
         self.approximate_model_ = model
@@ -343,6 +345,13 @@ class _KernelEstimator(RobustEstimator):
             return "default: flags about 0.1% of Gaussian inliers"
         return super().lambda_rule()
 
+    @property
+    def _default_rule_name(self):
+        # the linear and cosine kernels have a dimension: the chi^2 rule of the
+        # linear estimators; the others a robust tail of the distances
+        explicit = not callable(self.kernel) and self.kernel in EXPLICIT_FEATURES
+        return "chi2" if explicit else "tail"
+
 
 class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                          _KernelEstimator):
@@ -362,7 +371,8 @@ class KernelRobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Clus
     kernel : {"rbf", "poly", "linear", "cosine", "precomputed"} or callable, \
             default="rbf"
         ``"rbf"``: exp(-gamma ||x - y||^2).  ``"poly"``: (gamma x^T y + coef0)^degree;
-        the paper's homogeneous (x^T y)^3 is ``degree=3, gamma=1, coef0=0``.
+        the paper's homogeneous (x^T y)^3 is
+        ``kernel_params={"degree": 3, "gamma": 1, "coef0": 0}``.
         ``"linear"``: x^T y (equals :class:`RobustKMeans`).  ``"cosine"``:
         x^T y / (||x|| ||y||).  ``"precomputed"``: X is the N x N kernel matrix
         (any symmetric PSD similarity).  A callable ``kernel(X, Y)`` returns
@@ -696,6 +706,7 @@ class KernelRobustGaussianMixture(_KernelEstimator):
     plain-mixture solution.
     """
 
+    _renamed_params = tuple(name for name in _RENAMED_KERNEL if name != "q")
     _parameter_constraints: dict = {
         **{name: rule for name, rule in RobustGaussianMixture._parameter_constraints.items()
            if name not in ("covariance_type", "eigenvalue_ratio")},

@@ -545,10 +545,6 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             return self._initializations(solver, None, None,
                                          check_random_state(self.random_state), n_outliers)
 
-    def _noise_starts(self, problem):
-        # each initialisation is (means, the start's outlier mask or None)
-        return [means for means, _ in problem.inits]
-
     def _initial_means(self, X, rng, n_outliers=None, fits=None):
         """One initialisation: (means, the start's outlier mask or None);
         ``n_outliers`` replaces the estimator's for the starts that trim;

@@ -317,9 +317,11 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     })
     history = getattr(est, "refine_history_", None)
     if history is not None and len(history):
+        unrefined = getattr(est, "unrefined_lambda_", None)
         summary["refined"] = {"trimmed_cost": float(est.trimmed_cost_),
                               "steps": int(len(history)),
-                              "unrefined_lambda": float(est.unrefined_lambda_)}
+                              "unrefined_lambda": None if unrefined is None
+                              else float(unrefined)}
     writers = {}
     if "saved_model" in dest:
         from .._model_io import write_model

@@ -127,7 +127,10 @@ def _result_lines(summary):
         lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, {what} "
                      f"{_num(summary['objective'])}, {count(summary['n_iter'], 'iteration')}, "
                      f"{summary['time_s']:.2f} s")
-        if refined:
+        if refined and refined["unrefined_lambda"] is None:
+            lines.append("outliers: the points the noise model calls noise; the clusters: "
+                         f"K-means of the others ({count(refined['steps'], 'step')})")
+        elif refined:
             lines.append(f"refined: {count(refined['steps'], 'concentration step')} from "
                          f"the robust K-means fit at lambda "
                          f"{_num(refined['unrefined_lambda'])} (--unrefined for that fit)")
