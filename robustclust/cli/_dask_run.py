@@ -302,6 +302,10 @@ def fit_dataset(source, options, target, *, columns, drop_missing, quiet, floati
                                                    source.input)
     options = replace(options, n_outliers=s)
     model = build_estimator(options)
+    if s is None and options.lam is None:
+        # a dataset's fit runs on Dask, whose default is the chi^2 lambda (the
+        # command line's documented default for datasets)
+        model.set_params(lam="chi2")
     X, held = feature_array(source, names, rows)
     start = time.perf_counter()
     with progress_bar("fit", quiet), warnings.catch_warnings():
