@@ -34,3 +34,17 @@ def pytest_collection_modifyitems(config, items):
         name = getattr(item, "originalname", item.name)
         if module in SLOW_MODULES or (module, name) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _compiled_kernels_on_small_data(monkeypatch):
+    """Every kernel runs on the suite's small data sets: the compiled ones too.
+
+    Users' fits of fewer than ``COMPILED_MIN_ROWS`` rows run the NumPy steps
+    (so a first fit compiles nothing); the suite runs the compiled ones from
+    0 rows, and the tests that compare both paths set the thresholds
+    themselves.  tests/test_cold_start.py checks the default in fresh processes.
+    """
+    from robustclust._core import compiled
+
+    monkeypatch.setattr(compiled, "COMPILED_MIN_ROWS", 0)

@@ -536,7 +536,7 @@ def test_the_mixture_fits_each_distinct_k_means_start_once(monkeypatch):
 
     def model():
         return RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
-                                     random_state=0)
+                                     n_init=10, random_state=0)
 
     monkeypatch.setattr(base.RobustEstimator, "_fit_problem", counting)
     starts = model().build_problem(X).inits
@@ -586,7 +586,7 @@ def test_the_mixture_starts_share_one_problem_and_equal_fits_from_scratch(monkey
 
     def model():
         return RobustGaussianMixture(3, n_outliers=450, covariance_type="tied",
-                                     random_state=4)
+                                     n_init=10, random_state=4)
 
     shared = model().build_problem(X).inits
     assert len(builds) == 1 and len(shared) == 10

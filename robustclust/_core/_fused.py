@@ -58,6 +58,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .compiled import worth
 from .state import Outliers, State
 
 #: Below this many rows the NumPy iteration is used (0: the pass for every size).
@@ -1443,7 +1444,8 @@ def dense_linear(solver):
     """Whether ``solver``'s geometry is a dense NumPy X (no kernel) of at least
     ``FUSED_MIN_ROWS`` rows: what the compiled pass reads."""
     g = solver.geometry
-    return not g.kernel and g.is_numpy and not g.sparse and g.n_samples >= FUSED_MIN_ROWS
+    return (not g.kernel and g.is_numpy and not g.sparse and g.n_samples >= FUSED_MIN_ROWS
+            and worth(g.n_samples))
 
 
 def uses_bounds(n_samples, dim, n_clusters):

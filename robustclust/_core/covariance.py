@@ -23,12 +23,13 @@ distances into Mahalanobis ones, so a change of variance costs no product.
 import math
 
 import numpy as np
-from numba import njit
-from scipy import stats
 from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from .backend import asarray
+from .compiled import lazy_module, lazy_njit
+
+stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
 
 SINGULAR = ("The common covariance became singular (a constant or collinear feature, or "
             "more components than distinct points?): increase reg_covar.")
@@ -173,7 +174,7 @@ def _lower_inverse(L):
 SMALL_FACTOR_DIM = 16
 
 
-@njit(cache=True, nogil=True)
+@lazy_njit(cache=True, nogil=True)
 def _factor_full(B, floor, value, P):
     """value = (B + B^T) / 2 and P = L^-T for its lower Cholesky factor L;
     returns log det value, or NaN when value is not finite or has an

@@ -58,7 +58,12 @@ from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
 from .state import State, no_outliers
-from . import _estep, _fused, _passes, _soft
+from .compiled import lazy_module, worth
+
+_estep = lazy_module("robustclust._core._estep")
+_fused = lazy_module("robustclust._core._fused")
+_passes = lazy_module("robustclust._core._passes")
+_soft = lazy_module("robustclust._core._soft")
 
 _LOG_2PI = math.log(2 * math.pi)
 #: Added to the component sizes: keeps empty components' weights positive.
@@ -291,7 +296,8 @@ class KMeansModel:
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One BCD iteration: M-step, O-step, U-step (Algorithm 1 / 3)."""
-        if _passes.kmeans_eligible(solver, penalty):  # the same iteration, compiled
+        if worth(solver.geometry.n_samples) and _passes.kmeans_eligible(solver, penalty):
+            # the same iteration, compiled
             return _passes.kmeans_iterate(self, solver, state, lam, penalty)
         centers = self.centre_step(solver, state, lam, penalty)
         products = solver.geometry.products(centers)
@@ -368,7 +374,7 @@ class KMeansModel:
 
     def point_scores(self, solver, state):
         """Per-point costs of the l0 problem (eq. (3)) at the state's centres."""
-        if self.hard and _fused.dense_linear(solver):
+        if self.hard and worth(solver.geometry.n_samples) and _fused.dense_linear(solver):
             # the costs of the pass that made the state when it kept them,
             # else one compiled pass instead of the N x C distance matrix
             g = solver.geometry
@@ -503,7 +509,8 @@ class MixtureModel(MixtureBase):
     # -- the driver's calls ----------------------------------------------------------------
     def iterate(self, solver, state, lam, penalty):
         """One EM iteration (Algorithm 2 / 4)."""
-        if _passes.mixture_eligible(solver, penalty):  # the same iteration, compiled
+        if worth(solver.geometry.n_samples) and _passes.mixture_eligible(solver, penalty):
+            # the same iteration, compiled
             return _passes.mixture_iterate(self, solver, state, lam, penalty)
         geometry = solver.geometry
         resp = state.memberships
@@ -561,7 +568,8 @@ class MixtureModel(MixtureBase):
 
     def fixed_centre_step(self, solver, state, centers, products, lam, penalty):
         """O-step then E-step with the parameters of ``state`` held fixed."""
-        if _passes.mixture_eligible(solver, penalty):  # the same step, compiled
+        if worth(solver.geometry.n_samples) and _passes.mixture_eligible(solver, penalty):
+            # the same step, compiled
             return _passes.mixture_fixed_step(self, solver, state, centers, products, lam,
                                               penalty)
         cov = state.covariance
@@ -791,9 +799,9 @@ def posteriors(solver, D, weights, log_det, dim):
 
 
 def _compiled(solver, A):
-    """Whether the compiled soft K-means row maps serve ``A`` (NumPy float64 (N, C))."""
+    """Whether the compiled row maps serve ``A`` (NumPy float64 (N, C), enough rows)."""
     return solver.xp is np and isinstance(A, np.ndarray) and A.dtype == np.float64 \
-        and A.ndim == 2
+        and A.ndim == 2 and worth(A.shape[0])
 
 
 def _diag(A, xp):

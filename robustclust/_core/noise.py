@@ -48,10 +48,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 from scipy.special import gammaln, logsumexp
 
+from .compiled import lazy_module
 from .threads import single_blas
+
+stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
 
 #: Weight of tr(S)/p I in each cluster's covariance (shrinkage of S).
 SHRINKAGE = 0.2

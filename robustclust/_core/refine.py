@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._concentration import concentration_steps_dense
 from .backend import asarray, to_numpy
+from .compiled import lazy_module, worth
+
+_concentration = lazy_module("robustclust._core._concentration")
 
 #: Concentration steps of a refinement (fewer when the kept set settles).
 REFINE_MAX_STEPS = 100
@@ -89,9 +91,9 @@ def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_wei
     :func:`assign_and_trim`.
     """
     w = np.asarray(sample_weight, dtype=np.float64)
-    dense = getattr(space, "dense", None)
+    dense = compiled_space(space)
     if dense is not None and not by_weight:
-        centres, cost, steps, history, _, _, _ = concentration_steps_dense(
+        centres, cost, steps, history, _, _, _ = _concentration.concentration_steps_dense(
             dense, space.sq_norms, centres, w, n_trim, max_steps)
         return centres, cost, steps, history
     previous = None
@@ -105,6 +107,13 @@ def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_wei
         previous = (labels, trimmed)
         centres = new
     return centres, cost, max_steps, history  # pragma: no cover - the loop returns
+
+
+def compiled_space(space):
+    """The dense X of ``space`` for the compiled steps, or None (a kernel or sparse
+    space, or too few rows for them to pay: :func:`~robustclust._core.compiled.worth`)."""
+    dense = getattr(space, "dense", None)
+    return dense if dense is not None and worth(space.n_samples) else None
 
 
 @dataclass
@@ -162,9 +171,10 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fi
     centres = np.asarray(centres, dtype=np.float64)
     if fixed is not None:  # the fixed points weigh nothing, and none is trimmed
         w, n_trim = np.where(fixed, 0.0, w), 0
-    if getattr(space, "dense", None) is not None:
-        centres, cost, steps, history, labels, trimmed, d2 = concentration_steps_dense(
-            space.dense, space.sq_norms, centres, w, n_trim, max_steps)
+    if compiled_space(space) is not None:
+        centres, cost, steps, history, labels, trimmed, d2 = \
+            _concentration.concentration_steps_dense(space.dense, space.sq_norms, centres, w,
+                                                     n_trim, max_steps)
     else:
         centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
         labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)

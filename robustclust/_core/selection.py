@@ -16,7 +16,10 @@ import math
 import warnings
 
 import numpy as np
-from scipy import stats
+
+from .compiled import lazy_module
+
+stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
 
 #: Probability that a Gaussian inlier is flagged under the default lam.
 DEFAULT_FALSE_ALARM = 1e-3

@@ -31,15 +31,18 @@ import math
 from contextlib import contextmanager
 
 import numpy as np
-from scipy import stats
 
 from .. import _progress
-from . import _fused
 from .backend import asarray, scalar, set_masked_rows, to_numpy
+from .compiled import lazy_module, worth
 from .geometry import dense_rows
 from .state import dense_outliers
 from .selection import DEFAULT_FALSE_ALARM, default_lambda, robust_distance_threshold
 from .threads import blas_limits
+
+_fused = lazy_module("robustclust._core._fused")
+
+stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
 
 
 class Solver:
@@ -171,7 +174,7 @@ class Solver:
             state = self._mixture_start(init)
         else:
             centers = self.geometry_dtype(asarray(init, self.xp, like=self.geometry.sq_norms))
-            if _fused.eligible(self, self.penalty):
+            if worth(self.geometry.n_samples) and _fused.eligible(self, self.penalty):
                 return _fused.init_state(self, np.array(centers), lam)
             products = self.geometry.products(centers)
             state = model.start(self, centers, products)
@@ -237,7 +240,7 @@ class Solver:
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
         tol = self.tol if tol is None else tol
         penalty = self.log_penalty if weighted else self.penalty
-        if _fused.eligible(self, penalty):
+        if worth(self.geometry.n_samples) and _fused.eligible(self, penalty):
             stepper = _fused.FusedStepper(self, lam, penalty, tol, max_iter)
         else:
             # a model stopping on its objective never reads the shifts, the

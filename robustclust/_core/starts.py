@@ -56,9 +56,9 @@ from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from .compiled import lazy_njit
 from .refine import assign_and_trim, concentration_steps, trim_mask
 
 #: Fraction of the points trimmed when no outlier count is given: above the
@@ -392,7 +392,7 @@ def add_exact(parts):
     return float(total * Fraction(2) ** base)
 
 
-@njit(nogil=True, cache=True)
+@lazy_njit(nogil=True, cache=True)
 def _nearest_rows(X, centres_t, d2, nearest):
     """min_c sum_j (x_nj - c_j)^2 (float64, j in order) and its first argmin.
 

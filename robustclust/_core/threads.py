@@ -60,11 +60,14 @@ def single_blas():
 
 def wants_one_thread(solver):
     """Whether ``solver`` should run with BLAS on one thread."""
-    from . import _fused
+    from .compiled import worth
 
     g = solver.geometry
-    if _fused.eligible(solver, solver.penalty):
-        return True
+    if worth(g.n_samples):
+        from . import _fused
+
+        if _fused.eligible(solver, solver.penalty):
+            return True
     return g.n_samples * g.dim * solver.n_clusters < PARALLEL_WORK
 
 

@@ -52,7 +52,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._core._dense import centre_with_extent, column_means
+from .._core.compiled import lazy_module, worth
 from .._core.backend import asarray, colsum, namespace, to_numpy
 from .._core.noise import MAX_FEATURES, default_count
 from .._core.refine import refine_fit
@@ -72,6 +72,8 @@ OUTLIER_ATTRIBUTES = ("labels_", "outlier_mask_", "outlier_indices_", "outlier_s
                       "noise_proportion_", "inlier_flag_rate_")
 #: The default count's attributes (None unless its noise model set the count).
 NOISE_ATTRIBUTES = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
+_dense = lazy_module("robustclust._core._dense")
+
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
@@ -205,7 +207,9 @@ def internal_units(X, offset=None, scale=None, norms=False):
         if not is_numpy:
             offset = xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
         elif X.shape[0] > 0:
-            offset = column_means(X).astype(X.dtype)
+            offset = (_dense.column_means(X) if worth(X.shape[0])
+                      else np.ascontiguousarray(X).sum(axis=0, dtype=np.float64)
+                      / X.shape[0]).astype(X.dtype)
         else:
             offset = xp.mean(X, axis=0)
         if is_numpy and X.shape[0] > 1:
@@ -262,12 +266,13 @@ def _robust_offset(X, mean, norms=False):
     offset = mean
     if far.any() or not np.all(np.isfinite(mean)):
         offset = np.median(X, axis=0).astype(X.dtype)
-    if X.flags.c_contiguous:
+    if X.flags.c_contiguous and worth(X.shape[0]):
         if norms:
-            return (offset, *centre_with_extent(X, offset, norms=True))
-        return (offset, *centre_with_extent(X, offset), None)
+            return (offset, *_dense.centre_with_extent(X, offset, norms=True))
+        return (offset, *_dense.centre_with_extent(X, offset), None)
     Xc = X - offset
-    return offset, Xc, float(np.abs(Xc).max()), None
+    sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64) if norms else None
+    return offset, Xc, float(np.abs(Xc).max()), sq
 
 
 def power_of_two_scale(top, typical, float32=False):

@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted, validate_data
 
-from .._core._dense import outlier_csr
+from .._core.compiled import lazy_module, worth
 from .._core.backend import asarray, namespace, to_numpy
 from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
@@ -37,6 +37,8 @@ from ._params import PENALTIES
 from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
 from .dask_fit import is_dask, predict_dask, score_dask
 
+
+_dense = lazy_module("robustclust._core._dense")
 
 class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                    NoiseDefaultMixin, RobustEstimator):
@@ -686,10 +688,11 @@ def outlier_matrix(problem, state, dtype):
         return sp.csr_matrix((n, p), dtype=dtype)
     index = np.asarray(to_numpy(o.index, solver.xp))
     if (g.is_numpy and not g.sparse and o.rows is None and o.shrink is not None
-            and o.weights is not None and np.ndim(o.weights) == 1 and g.X.flags.c_contiguous):
+            and o.weights is not None and np.ndim(o.weights) == 1 and g.X.flags.c_contiguous
+            and worth(n)):
         # one compiled pass over the flagged rows (the fused path's states)
-        data, indices, indptr = outlier_csr(g.X, index, o.weights, o.shrink, state.centers,
-                                            problem.scale, dtype)
+        data, indices, indptr = _dense.outlier_csr(g.X, index, o.weights, o.shrink,
+                                                   state.centers, problem.scale, dtype)
         return sp.csr_matrix((data, indices, indptr), shape=(n, p))
     vals = np.asarray(to_numpy(g.outlier_rows(o, state.centers), solver.xp)) * problem.scale
     indptr = np.zeros(n + 1, dtype=np.int64)

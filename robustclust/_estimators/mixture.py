@@ -220,10 +220,13 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "tied", a float for "tied_spherical" and (n_features,) for
         "tied_diag" (default: the scatter of the closest half of the
         points, every component starting from it).
-    n_init : int, default=10
+    n_init : "auto" or int, default="auto"
         Initialisations; the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
-        likely points).
+        likely points).  ``"auto"``: one, from the :class:`RobustKMeans`
+        fit with ``n_init="auto"`` (its best two of ten screened robust
+        starts), as scikit-learn's GaussianMixture runs one; an int runs
+        that many robust K-means fits of one start each.
     max_iter : int, default=300
     tol : float, default=1e-4
         Stop when an EM iteration lowers the cost of eq. (8) (negative
@@ -409,7 +412,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "penalty": [StrOptions({"group", "log"})],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions(set(MIXTURE_STARTS)), "array-like", dict],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
@@ -423,7 +426,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
                  covariance_type="tied_spherical", penalty="group", eps=None, init="robust",
-                 n_init=10, max_iter=300, tol=1e-4, reg_covar=1e-6, eigenvalue_ratio=None,
+                 n_init="auto", max_iter=300, tol=1e-4, reg_covar=1e-6, eigenvalue_ratio=None,
                  random_state=None, verbose=0, **renamed):
         self.n_components = n_components
         self.lam = lam
@@ -475,7 +478,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         return init_parts(self.init)[0]
 
     def _check_init(self, X):
-        self._n_init = self.n_init
+        self._n_init = 1 if self.n_init == "auto" else self.n_init
         C, p = self.n_components, X.shape[1]
         start, means, weights, precisions = init_parts(self.init)
         self._start = start
@@ -492,7 +495,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
                 f"The shape of the initial means {means.shape} does not match the "
                 f"number of components and features ({C}, {p}).")
         self._start_means = means
-        if self.n_init != 1:
+        if self.n_init not in (1, "auto"):
             warnings.warn("Explicit initial means were given: performing one "
                           f"initialisation instead of n_init={self.n_init}.",
                           RuntimeWarning, stacklevel=5)
@@ -564,7 +567,8 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self._start == "robust" else "k-means++"
             rkm = (KMeansStarts(X) if fits is None else fits).fit(
-                RobustKMeans(C, init=seeding, n_init=1, refine=False,
+                RobustKMeans(C, init=seeding, n_init="auto" if self.n_init == "auto" else 1,
+                             refine=False,
                              random_state=rng.randint(np.iinfo(np.int32).max),
                              **({"lam": "chi2"} if n_outliers is None
                                 else {"n_outliers": n_outliers})))
