@@ -4,29 +4,39 @@ Implements robust K-means (hard, soft, weighted), robust Gaussian mixtures
 and their kernel versions with outlier-sparsity regularization, after
 Forero, Kekatos and Giannakis, "Robust Clustering Using Outlier-Sparsity
 Regularization", IEEE Trans. Signal Processing, 2012.
+
+The public names are loaded on first use (``robustclust.RobustKMeans``,
+``from robustclust import RobustKMeans``): ``import robustclust`` alone, and
+the command line's ``--help``, do not import scikit-learn.
 """
 
-from ._core.selection import OutlierCountWarning
-from ._estimators import (
-    KernelRobustGaussianMixture,
-    KernelRobustKMeans,
-    RobustGaussianMixture,
-    RobustKMeans,
-)
-from ._model_io import load_model, save_model
-from ._path import RegularizationPath, regularization_path
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "KernelRobustGaussianMixture",
-    "KernelRobustKMeans",
-    "OutlierCountWarning",
-    "RegularizationPath",
-    "RobustGaussianMixture",
-    "RobustKMeans",
-    "load_model",
-    "regularization_path",
-    "save_model",
-    "__version__",
-]
+#: public name -> the module that defines it
+_PUBLIC = {
+    "KernelRobustGaussianMixture": "._estimators",
+    "KernelRobustKMeans": "._estimators",
+    "OutlierCountWarning": "._core.selection",
+    "RegularizationPath": "._path",
+    "RobustGaussianMixture": "._estimators",
+    "RobustKMeans": "._estimators",
+    "load_model": "._model_io",
+    "regularization_path": "._path",
+    "save_model": "._model_io",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

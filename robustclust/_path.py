@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
+from . import _progress
+
 from ._core.selection import kmeans_solution, lambda_grid
 
 #: Each grid value is solved to this multiple of the estimator's tolerance.
@@ -135,7 +137,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         objectives = np.zeros(len(grid))
         iters = np.zeros(len(grid), dtype=np.intp)
         centers = None
-        for g, lam in enumerate(grid):
+        for g, lam in _progress.steps("lambda path", enumerate(grid), len(grid)):
             internal = lam / problem.lambda_unit
             state = solver.run(state, internal, tol=tol, settle=settle)
             shown, spent = state, state.n_iter

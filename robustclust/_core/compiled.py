@@ -22,6 +22,8 @@ every later process).  So:
 import importlib
 import threading
 
+from .. import _progress
+
 #: Fewest rows from which the compiled kernels run.  Below it a fit's whole
 #: NumPy run takes well under a second, far less than a first compile: a
 #: 200-row CSV fitted by a fresh install came back in 27-65 s, all of it
@@ -29,6 +31,8 @@ import threading
 #: small data (``tests/conftest.py``).
 COMPILED_MIN_ROWS = 5000
 
+#: What the progress line says while the kernels load (and compile on a first run).
+COMPILING = "compiling the fast kernels (first run only)"
 #: Whether a compiled module has been loaded in this process.
 loaded = threading.Event()
 
@@ -48,6 +52,8 @@ class _LazyModule:
 
     def _load(self):
         if self._module is None:
+            if self._compiled and not loaded.is_set():
+                _progress.notice(COMPILING)
             self._module = importlib.import_module(self._name)
             if self._compiled:
                 loaded.set()
@@ -80,6 +86,7 @@ class _LazyDispatcher:
         if self._dispatcher is None:
             from numba import njit
 
+            _progress.notice(COMPILING)
             self._dispatcher = njit(**self._options)(self.py_func)
             loaded.set()
         return self._dispatcher(*args)

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from .. import _progress
 from .compiled import lazy_module
 from .threads import single_blas
 
@@ -293,6 +294,7 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
         total = logsumexp(ll, axis=1)
         loglik = float(w @ total)
         counts.append(int(np.count_nonzero((ll[:, C] - total > math.log(0.5)) & pos)))
+        _progress.iteration()
         R = np.exp(ll - total[:, None]) * w[:, None]
         nk = R.sum(axis=0)
         model.noise = float((nk[C] + certain_noise) / (wsum + certain_noise))
@@ -371,7 +373,7 @@ def default_count(X, sample_weight, n_clusters, rng):
     # one BLAS thread: C products of N x p by p x p per iteration, each too small
     # to pay for waking the pool (measured on digits, 2 busy cores: 1.8 s instead
     # of 55 s for the per-cluster solves of before)
-    with single_blas():
+    with single_blas(), _progress.phase("noise model (the default count)", MAX_EM_ITER):
         # trimming at most half a cluster's share: the 20% the estimators' starts
         # trim could leave whole clusters of a many-cluster set uncovered (16
         # clusters of 6% each), and EM then calls one of them noise

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _progress
 from .backend import asarray, to_numpy
 from .compiled import lazy_module, worth
 
@@ -250,7 +251,7 @@ def refine_fit(problem, state, fixed=None):
     w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
     best = None
     starts = problem.inits if state is None else [state.centers, *problem.inits]
-    for centres in starts:
+    for centres in _progress.steps("refinement", starts, len(starts)):
         centres = np.asarray(solver.to_host(centres), dtype=np.float64)
         candidate = refine(space, centres, w, s, fixed=fixed)
         if best is None or candidate.cost < best.cost:

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from .. import _progress
 from .compiled import lazy_module
 
 stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
@@ -221,6 +222,7 @@ class CountSearch:
 
     def evaluate(self, lam, hi=None):
         self.evaluations += 1
+        _progress.step()
         return self.solve(lam, hi, self.tol)
 
     def finish(self, lam, state):
@@ -494,7 +496,11 @@ def select_by_count(solver, inits, s, weighted):
 
     Returns (lam, state, unweighted_lam).
     """
-    with solver.keeping_starts():  # cold evaluations restart from their init's state
+    # the steps: the searches' evaluations (a bound: 12 rounds and 40 bisections for
+    # the first start's search, a few probes for the others')
+    budget = 52 + PROBE_ROUNDS * (n_keep(len(inits)) - 1) + (52 if weighted else 0)
+    with solver.keeping_starts(), _progress.phase("lambda for the count", budget,
+                                                  own_steps=True):
         return _select_by_count(solver, inits, s, weighted)
 
 

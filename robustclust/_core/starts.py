@@ -58,6 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from .. import _progress
 from .compiled import lazy_njit
 from .refine import assign_and_trim, concentration_steps, trim_mask
 
@@ -300,7 +301,7 @@ def screened_starts(X, sample_weight, n_clusters, n_trim, rng, n_starts=AUTO_STA
     space = PointSpace(X[rows])
     ws = w[rows]
     screened = []
-    for k in range(n_starts):
+    for k in _progress.steps("starts", range(n_starts), n_starts):
         index = trimmed_seeding(space, n_clusters, ws, t, rng)
         centres, potential, _ = concentrate(space, space.points(index), ws, t, SCREEN_STEPS)
         screened.append((potential, k, centres))

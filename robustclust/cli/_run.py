@@ -123,16 +123,52 @@ def with_results(data, labels, mask, scores):
 
 # -- running -------------------------------------------------------------------------
 @contextmanager
-def progress_bar(desc, quiet):
-    """A tqdm bar counting solver iterations, on a terminal and unless quiet."""
-    if quiet or not sys.stderr.isatty():
+def progress_bar(desc, quiet, file=None):
+    """A tqdm bar on a terminal, unless quiet: the phase of the fit by name (the
+    noise model, the starts, the lambda search, ...), its steps against its
+    total, and the solver's iterations between phases; while the compiled
+    kernels load (a first run compiles them) it says so."""
+    file = sys.stderr if file is None else file
+    if quiet or not file.isatty():
         yield
         return
     from tqdm import tqdm
 
-    with tqdm(desc=desc, unit=" iterations", file=sys.stderr, leave=False,
-              mininterval=0.2) as bar, _progress.listen(bar.update):
-        yield
+    with tqdm(desc=desc, unit=" steps", file=file, leave=False, mininterval=0.2) as bar:
+        listener = PhaseListener(bar, desc)
+        with _progress.listen(listener.step, listener.phase):
+            yield
+
+
+class PhaseListener:
+    """Drives a tqdm bar from the progress reports (:mod:`robustclust._progress`)."""
+
+    def __init__(self, bar, desc):
+        self.bar = bar
+        self.desc = desc
+        self.current = None
+        self.showing_notice = False
+
+    def phase(self, phase):
+        if phase is not None and phase.transient:
+            self.bar.set_description(f"{self.desc}: {phase.name}", refresh=True)
+            self.showing_notice = True
+            return
+        self.current = phase
+        self.showing_notice = False
+        if phase is None:
+            self.bar.reset(total=None)
+            self.bar.set_description(self.desc)
+        else:
+            self.bar.reset(total=phase.total)
+            self.bar.set_description(f"{self.desc}: {phase.name}")
+
+    def step(self):
+        if self.showing_notice:
+            self.showing_notice = False
+            name = self.current.name if self.current is not None else None
+            self.bar.set_description(self.desc if name is None else f"{self.desc}: {name}")
+        self.bar.update()
 
 
 def run_estimator(func, *args, kernel=False):
