@@ -31,6 +31,11 @@ from .backend import (asarray, bincount, maximum, namespace, onehot, pick, rowdo
                       set_masked_rows, take)
 
 
+#: Rows x components of the block of whitened rows the per-component distances
+#: compute with one product (measured, 100,000 x 32 with 16 components and
+#: 200,000 x 8 with 64: 0.32x and 0.35x the time of one product per component;
+#: blocks of 2^13 were 3.7x and 0.5x: each product needs rows enough to pay).
+WHITEN_BLOCK_ROWS = 65536
 #: Largest N * C for which hard K-means' centre sums use a dense indicator.
 _DENSE_INDICATOR = 2**18
 
@@ -410,6 +415,23 @@ class LinearGeometry:
             return np.asarray(safe_sparse_dot(self.X, P, dense_output=True), dtype=np.float64)
         return xp.astype(self.X, xp.float64) @ P
 
+    def _whitened_sq_distances(self, M, P):
+        """||(x_n - m_c) P_c||^2 for dense NumPy X, (N, C): the rows times every
+        component's factor side by side, one GEMM a block of WHITEN_BLOCK_ROWS
+        rows x components, then the squares summed per component."""
+        C, p, _ = P.shape
+        W = P.transpose(1, 0, 2).reshape(p, C * p)           # [P_1 ... P_C]
+        shift = np.einsum("cj,cjk->ck", M, P).reshape(C * p)  # m_c P_c
+        n = self.n_samples
+        D = np.empty((n, C))
+        rows = max(1, WHITEN_BLOCK_ROWS // C)
+        for start in range(0, n, rows):
+            Y = np.asarray(self.X[start:start + rows] @ W, dtype=np.float64)
+            Y -= shift
+            Y = Y.reshape(len(Y), C, p)
+            D[start:start + rows] = np.einsum("ncj,ncj->nc", Y, Y)
+        return D
+
     def component_sq_distances(self, centers, covs, outliers=None):
         """||x_n - o_n - m_c||^2 in Sigma_c^-1's norm, every point and component, (N, C).
 
@@ -432,6 +454,8 @@ class LinearGeometry:
             D = (self._squares_times(prec) - 2.0 * self._dot(Mp)
                  + xp.sum(Mp * M, axis=1)[None, :])
             D = maximum(D, 0.0, xp)
+        elif self.is_numpy and not self.sparse:
+            D = self._whitened_sq_distances(M, np.asarray(covs.P, dtype=np.float64))
         else:
             cols = []
             for c in range(C):

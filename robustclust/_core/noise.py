@@ -52,6 +52,7 @@ from scipy.special import gammaln, logsumexp
 
 from .. import _progress
 from .compiled import lazy_module
+from .geometry import WHITEN_BLOCK_ROWS
 from .threads import single_blas
 
 stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
@@ -83,8 +84,9 @@ FAR_SPREADS = 1e6
 NOISE_STARTS = 3
 #: The initial noise proportion (EM moves it anywhere in [0, 1)).
 INITIAL_NOISE = 0.5
-#: Rows x clusters whose densities are evaluated at once (memory: 8 p bytes each).
-CHUNK_ROWS = 65536
+#: Rows x clusters whose densities are evaluated at once (memory: 8 p bytes each):
+#: the per-component distances' block (``geometry.WHITEN_BLOCK_ROWS``).
+CHUNK_ROWS = WHITEN_BLOCK_ROWS
 
 
 @dataclass
