@@ -496,8 +496,15 @@ class LinearGeometry:
                 else xp.astype(self.X, xp.float64)
             mats = []
             for c in range(C):
+                v = V[:, c]
+                if xp is np:  # the rows of the component only: the others add 0 exactly
+                    rows = np.flatnonzero(v)
+                    if len(rows) < 0.5 * len(v):
+                        R = X64[rows] - M[c, :][None, :]
+                        mats.append((R * v[rows][:, None]).T @ R)
+                        continue
                 R = X64 - M[c, :][None, :]
-                mats.append((R * V[:, c][:, None]).T @ R)
+                mats.append((R * v[:, None]).T @ R)
         if outliers.count:
             # y_k = x_k - o_k on the k outlier rows: swap their terms
             vals = self.outlier_rows(outliers, centers)
