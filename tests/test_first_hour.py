@@ -88,3 +88,27 @@ def test_count_path_legend_in_plain_words():
     ax = plot_outlier_count_path(path, Figure().subplots(), target=missing)
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith(f"the count passes {missing} between λ = ") for t in texts)
+
+
+def test_the_top_level_help_is_the_groups_own_without_loading_the_commands():
+    import subprocess
+    import sys
+
+    import click
+
+    from robustclust.cli import COMMANDS, main
+    from robustclust.cli._commands import PROG, cli
+
+    full = cli.get_help(click.Context(cli, info_name=PROG))
+    for args in ([], ["--help"], ["-h"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(args) == 0
+        # the same text (click may align the option column by a space otherwise)
+        assert out.getvalue().split() == full.split()
+    assert set(COMMANDS) == set(cli.commands)
+    # and in a fresh process it imports neither scikit-learn nor the estimators
+    code = ("import sys; from robustclust.cli import main; main(['--help']); "
+            "print('sklearn' in sys.modules, 'robustclust._estimators' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.splitlines()[-1] == "False False"
