@@ -94,21 +94,22 @@ def test_the_top_level_help_is_the_groups_own_without_loading_the_commands():
     import subprocess
     import sys
 
-    import click
+    from robustclust.cli import COMMANDS
+    from robustclust.cli._commands import cli
 
-    from robustclust.cli import COMMANDS, main
-    from robustclust.cli._commands import PROG, cli
+    def run(code):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**__import__("os").environ, "COLUMNS": "80"})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
 
-    full = cli.get_help(click.Context(cli, info_name=PROG))
+    full = run("import click; from robustclust.cli._commands import PROG, cli; "
+               "print(cli.get_help(click.Context(cli, info_name=PROG)))")
     for args in ([], ["--help"], ["-h"]):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert main(args) == 0
-        # the same text (click may align the option column by a space otherwise)
-        assert out.getvalue().split() == full.split()
+        light = run("import sys; from robustclust.cli import main; "
+                    f"main({args!r}); print('sklearn' in sys.modules, "
+                    "'robustclust._estimators' in sys.modules)").splitlines()
+        # nothing of scikit-learn or the estimators was imported to print it
+        assert light[-1] == "False False"
+        assert "\n".join(light[:-1]).split() == full.split()
     assert set(COMMANDS) == set(cli.commands)
-    # and in a fresh process it imports neither scikit-learn nor the estimators
-    code = ("import sys; from robustclust.cli import main; main(['--help']); "
-            "print('sklearn' in sys.modules, 'robustclust._estimators' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.stdout.splitlines()[-1] == "False False"
