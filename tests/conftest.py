@@ -15,7 +15,7 @@ SLOW_MODULES = {
     "test_cli.py", "test_demo.py", "test_sessions.py",
     "test_reproduce.py", "test_reproduce_usps.py", "test_characterization.py",
     "test_estimator_checks.py", "test_array_api.py", "test_gpu.py", "test_dask.py",
-    "test_cli_dask.py",
+    "test_cli_dask.py", "test_cold_start.py",
 }
 #: Single slow tests (module, test function name).
 SLOW_TESTS = {
