@@ -147,3 +147,20 @@ def test_kernels_guide_example_prints_what_it_shows(capsys):
                   if lang == "python" and "KernelRobustKMeans" in body][:1]
     assert blocks[i + 1][0] == "text"
     run_python(code, blocks[i + 1][1], capsys)
+
+
+def test_readme_install_lines_and_commands_exist():
+    import tomllib
+
+    text = README.read_text()
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"])
+    install = next(b for b in re.findall(r"```\n(.*?)```", text, re.S) if "pip install" in b)
+    for line in install.splitlines():
+        named = re.findall(r"'\.\[(\w+)\]'", line)
+        assert all(extra in extras for extra in named), line
+    targets = set(re.findall(r"(?m)^([\w-]+):", (ROOT / "Makefile").read_text()))
+    commands = next(b for b in re.findall(r"```\n(.*?)```", text, re.S) if "make demo" in b)
+    for line in commands.splitlines():
+        assert line.split()[1] in targets, line
+    assert "docs" in targets  # named in the text after the block
