@@ -323,15 +323,16 @@ def test_worker_killed_mid_fit_same_answer():
         pids = c.run(os.getpid)
         victim = pids[sorted(pids)[0]]
         killed = threading.Event()
-        seen = [0]
 
-        def kill_once():
-            seen[0] += 1
-            if seen[0] == 4 and not killed.is_set():
+        def kill_when_the_search_begins(phase):
+            # the first phase is the count's lambda search: every evaluation
+            # after it runs on the one worker left (the killed one's blocks
+            # are recomputed)
+            if phase is not None and not killed.is_set():
                 killed.set()
                 os.kill(victim, signal.SIGKILL)
 
-        with _progress.listen(kill_once):
+        with _progress.listen(lambda: None, phases=kill_when_the_search_begins):
             m2 = RobustKMeans(N_CLUSTERS, **kw).fit(_blocks(X, 6))
         assert killed.is_set()
         _assert_same_fit(m2, ref)
