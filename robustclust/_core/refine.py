@@ -165,28 +165,133 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS):
     return Refined(centres, labels, trimmed, d2, cost, history, steps)
 
 
-def separating_lambda(sq_distances, trimmed):
-    """A lambda at which the hard group O-step flags exactly ``trimmed``.
+#: Distances below this fraction of the data's extent are not told apart (the
+#: squared distances ||x||^2 - 2 x.m + ||m||^2 carry rounding errors of
+#: eps (||x||^2 + ||m||^2), so a distance is known to about sqrt(eps) ~ 2^-26
+#: of the norms; this leaves a margin of 64).
+RESOLUTION = 2.0**-20
+
+
+def resolution(sq_norms, centres):
+    """The smallest distance the refined rule tells from 0 and from a tie:
+    RESOLUTION times the largest norm of the points and centres."""
+    sq = np.asarray(sq_norms, dtype=np.float64)
+    top = float(sq.max()) if sq.size else 0.0
+    c = np.asarray(centres, dtype=np.float64)
+    top += float((c * c).sum(axis=1).max()) if c.size else 0.0
+    return RESOLUTION * np.sqrt(top)
+
+
+def untied(costs, trimmed, sq_distances, weights, res=0.0):
+    """The trimmed points whose cost exceeds every kept point's: the ones flagged.
+
+    The one rule of a refined fit for a count that cannot be met honestly.
+    The concentration steps trim the s points of largest (weighted) cost;
+    when the s-th and (s+1)-th largest costs tie -- repeated rows, rows on a
+    centre (cost 0), data with fewer distinct rows than clusters plus s --
+    which of the tied points are trimmed is an accident of their order, so
+    none of them is flagged: fewer than s points are, never a point with
+    score 0 and never one of two equal rows without the other, and the
+    estimator warns (OutlierCountWarning).  The cost of eq. (3) is the same
+    whichever tied points are trimmed.  Ties are judged to the distances'
+    precision ``res`` (:func:`resolution`): a trimmed point within ``res``
+    of its centre, or whose cost would not exceed the largest kept one were
+    its distance ``res`` larger, is tied.
+    """
+    costs = np.asarray(costs, dtype=np.float64)
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    kept = costs[~trimmed]
+    inner = float(kept.max()) if kept.size else 0.0
+    slack = np.asarray(weights, dtype=np.float64) * res * (2.0 * d + res)
+    return trimmed & (d > res) & (costs > inner + slack)
+
+
+def separating_lambda(sq_distances, flagged, res=0.0):
+    """A lambda at which the hard group O-step flags exactly ``flagged``.
 
     At fixed centres the O-step of eqs. (11)-(12) flags a point iff its
     distance to its nearest centre exceeds lam / 2, so every lam in
     [2 d_(s+1), 2 d_(s)) (d sorted decreasingly) flags exactly the s
     farthest points.  Returns the middle of that interval, d_(s) + d_(s+1);
-    2 d_(1) when s = 0 (nothing flagged); 2 d_(s) when the interval is empty
-    (a tie at the boundary: the tied points are then not flagged by it);
-    0 when every point is flagged.
+    2 (d_(1) + res) when s = 0 (nothing flagged: ``res``, the distances'
+    precision, keeps the farthest point unflagged when its distance is
+    computed again with other rounding, as ``predict`` does); 0 when every
+    point is flagged.  When the interval is empty (sample weights that flag
+    a point nearer than one kept; ties are not flagged, see
+    :func:`untied`), 2 d_(s): the flagged points as near as a kept one are
+    then not flagged by it.
     """
     d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
-    kept, flagged = d[~trimmed], d[trimmed]
+    kept, out = d[~flagged], d[flagged]
     if kept.size == 0:
         return 0.0
     inner = float(kept.max())
-    if flagged.size == 0:
-        return 2.0 * inner
-    outer = float(flagged.min())
+    if out.size == 0:
+        return 2.0 * (inner + res)
+    outer = float(out.min())
     if outer > inner:
         return outer + inner
     return 2.0 * outer
+
+
+def hard_threshold(sq_distances, lam):
+    """Flagged by a refined model at ``lam``: ||x_n - m_{c(n)}|| > lam / 2.
+
+    The group O-step's threshold, so that ``lambda_`` of a refined fit flags
+    its outliers (:func:`separating_lambda`); ``predict`` and
+    ``outlier_norms`` of a refined model apply it to new points.
+    """
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    return d > 0.5 * float(lam)
+
+
+def refined_scores(sq_distances, flagged):
+    """The outlier score of a refined model: ||o_n|| with o_n = x_n - m_{c(n)}
+    on the flagged points (the whole residual: the l0 problem of eqs. (3)-(4)
+    sets o_n so), 0 elsewhere.
+
+    The one definition of the score of a refined (l0) model, for ``fit``
+    (:func:`refine_fit`) and for new points (``predict``, ``outlier_norms``):
+    it is the distance to the nearest centre, not the group O-step's shrunk
+    ||r_n|| - lambda_ / 2, which belongs to the l1 problem of eq. (5) that
+    the refinement leaves.  Positive exactly on the flagged points (a flagged
+    point lies farther than lambda_ / 2 >= 0 from its centre).
+    """
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    return np.where(flagged, d, 0.0)
+
+
+def threshold_outliers(sq_distances, labels, flagged, back=None):
+    """The outliers of a refined model in State form: o_n = x_n - m_{c(n)}
+    (shrink 1) on ``flagged``, sized by :func:`refined_scores`.  ``back``
+    brings NumPy arrays to the geometry's namespace (identity by default)."""
+    from .state import Outliers
+
+    back = back or (lambda values: values)
+    d = refined_scores(sq_distances, flagged)
+    labels = np.asarray(labels).astype(np.int64)
+    index = np.flatnonzero(flagged).astype(np.int64)
+    return Outliers(back(index), shrink=back(np.ones(index.size)),
+                    weights=back(labels[index]), sizes=back(d[index]),
+                    euclidean=back(d[index]), shrink_full=back(flagged.astype(np.float64)),
+                    sizes_full=back(d), weights_full=back(labels))
+
+
+def refined_assignment(solver, state, lam):
+    """A state of new points assigned by a refined model (``predict``): the
+    nearest centres of ``state`` and the outliers of :func:`threshold_outliers`
+    at ``lam`` (internal units), the same rule and score as the fit's."""
+    from dataclasses import replace
+
+    g = solver.geometry
+    sq = np.asarray(solver.to_host(solver.label_distances(state)), dtype=np.float64)
+    labels = np.asarray(solver.to_host(state.labels))
+
+    def back(values):
+        return values if solver.xp is np else asarray(values, solver.xp, like=g.sq_norms)
+
+    outliers = threshold_outliers(sq, labels, hard_threshold(sq, lam), back)
+    return replace(state, outliers=outliers)
 
 
 def refine_fit(problem, state):
@@ -207,17 +312,18 @@ def refine_fit(problem, state):
     Returns
     -------
     state : State
-        The refined centres and labels, exactly s outliers with
-        o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the group O-step
-        on the flagged set; eq. (3) sets them so), ``objective`` the l0
-        cost; ``history``, ``n_iter`` and ``converged`` of the unrefined run.
+        The refined centres and labels, the outliers of :func:`untied` (s
+        of them, fewer when ties allow no more: see there) with
+        o_n = x_n - m_{c(n)} (shrink 1: the hard threshold of eq. (4); eq.
+        (3) sets them so), ``objective`` the l0 cost with s trimmed;
+        ``history``, ``n_iter`` and ``converged`` of the unrefined run.
     lam : float
         :func:`separating_lambda` at the refined centres (internal units).
     history : list of float
         The l0 cost after each concentration step of the chosen candidate.
     """
     from .starts import PointSpace
-    from .state import Outliers, State
+    from .state import State
 
     solver = problem.solver
     g = solver.geometry
@@ -239,18 +345,14 @@ def refine_fit(problem, state):
         return values if xp is np else asarray(values, xp, like=g.sq_norms, dtype=dtype)
 
     centres = solver.geometry_dtype(back(best.centres))
-    d = np.sqrt(best.sq_distances)
-    index = np.flatnonzero(best.trimmed).astype(np.int64)
+    res = resolution(space.sq_norms, best.centres)
+    flagged = untied(w * best.sq_distances, best.trimmed, best.sq_distances, w, res)
+    lam = separating_lambda(best.sq_distances, flagged, res)
+    outliers = threshold_outliers(best.sq_distances, best.labels, flagged, back)
     labels = best.labels.astype(np.int64)
-    shrink_full = best.trimmed.astype(np.float64)
-    sizes_full = np.where(best.trimmed, d, 0.0)
-    outliers = Outliers(back(index), shrink=back(np.ones(index.size)),
-                        weights=back(labels[index]), sizes=back(d[index]),
-                        euclidean=back(d[index]), shrink_full=back(shrink_full),
-                        sizes_full=back(sizes_full), weights_full=back(labels))
-    costs = np.where(best.trimmed, 0.0, best.sq_distances)
+    costs = np.where(flagged, 0.0, best.sq_distances)
     refined = State(centres, g.products(centres), back(labels), None, outliers, back(costs),
                     best.cost,
                     history=list(state.history), n_iter=state.n_iter,
                     converged=state.converged)
-    return refined, separating_lambda(best.sq_distances, best.trimmed), best.history
+    return refined, lam, best.history

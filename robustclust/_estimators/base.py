@@ -172,6 +172,24 @@ def check_outlier_params(estimator, n_samples, n_clusters):
     return s
 
 
+def _warn_fewer_refined(flagged, target, unrefined):
+    """OutlierCountWarning when a refined fit flags fewer points than its count s.
+
+    The rule of :func:`robustclust._core.refine.untied`: of the s points the
+    concentration steps trim, those that tie with a kept point are not
+    flagged (a flagged point always has a positive score, and of two equal
+    rows both or neither are flagged).
+    """
+    s = target if target is not None else unrefined
+    if flagged >= s:
+        return
+    warnings.warn(
+        f"n_outliers={s} was asked for, but only {flagged} points lie farther from their "
+        "nearest centre than every point kept (the others tie with kept points: repeated "
+        "rows or rows on a centre, as when there are fewer distinct rows than clusters "
+        f"plus outliers); {flagged} are flagged.", OutlierCountWarning, stacklevel=4)
+
+
 def internal_units(X, offset=None, scale=None, norms=False):
     """(X in internal units, offset, scale): see the module docstring.
 
@@ -296,6 +314,10 @@ class RobustEstimator(BaseEstimator):
     """
 
     _n_clusters_name = "n_clusters"
+    #: Whether a fit stores the fitted rule on its rows (:func:`settled_state`);
+    #: off for the robust K-means fits that start a mixture, which take the
+    #: flags of the BCD's own solution.
+    _settle = True
 
     @property
     def _n_clusters(self):
@@ -394,10 +416,25 @@ class RobustEstimator(BaseEstimator):
                     weighted=self.weighted, lambda_unit=problem.lambda_unit,
                     compare_trimmed=isinstance(self.init, str) and self.init == "robust")
             refined = refine_fit(problem, state) if refining else None
+            if refined is None and self._settle and not (self.weighted
+                                                         or solver.model.mixture):
+                settled = settled_state(solver, state, lam)
+                if (problem.target is not None and not counted
+                        and state.n_outliers == problem.target != settled.n_outliers):
+                    warnings.warn(
+                        f"n_outliers={problem.target} was asked for; the fit flagged that "
+                        f"many, but {settled.n_outliers} points are flagged by its rule "
+                        f"(lambda_={problem.user_lambda(lam):.6g}) with its parameters "
+                        "held fixed, and those are kept.", OutlierCountWarning,
+                        stacklevel=4)
+            else:
+                settled = state
         if refined is None:  # a refined fit stores the refined state only
-            self._store(problem, state, lam, lam_unweighted)
-        if hasattr(self, "refine"):
+            self._store(problem, settled, lam, lam_unweighted)
+        if hasattr(self, "refine"):  # eq. (3) at the centres: the fit's state has its costs
             self._store_refined(problem, state, lam, refined)
+        if refined is not None and not counted:
+            _warn_fewer_refined(refined[0].n_outliers, problem.target, state.n_outliers)
         return self
 
     def _starts_for_count(self, problem):
@@ -453,6 +490,7 @@ class RobustEstimator(BaseEstimator):
         unrefined state is then never stored)."""
         solver = problem.solver
         if refined is None:
+            self._refined = False
             self.unrefined_lambda_ = self.lambda_
             s = problem.target if problem.target is not None else self.n_outliers_
             self.trimmed_cost_ = problem.user_objective(solver.trimmed_cost(state, s))
@@ -460,6 +498,7 @@ class RobustEstimator(BaseEstimator):
             return
         new_state, lam_refined, history = refined
         self._store(problem, new_state, lam_refined, lam_refined)
+        self._refined = True
         self.unrefined_lambda_ = problem.user_lambda(lam)
         self.trimmed_cost_ = self.objective_
         self.refine_history_ = np.array([problem.user_objective(v)
@@ -763,3 +802,28 @@ def state_from(centers, weights=None, covariance=None):
     """A state holding only fitted parameters: the start of ``assign``."""
     return State(centers, None, None, None, None, None, 0.0, weights=weights,
                  covariance=covariance)
+
+
+def settled_state(solver, state, lam):
+    """The fitted rule applied to the training points: what ``predict`` gives them.
+
+    The O- and U-steps (E-steps) with the fitted parameters of ``state`` held
+    fixed, from O = 0, until they settle (``Solver.assign``, the computation
+    of ``predict``), so that ``predict`` on the training rows reproduces
+    ``labels_`` and the outlier scores.  Block coordinate descent can stop
+    where a point's o_n was set against a centre that is not its nearest
+    (its U-step then keeps that centre, as o_n points towards it); the
+    point's own problem, which this solves, never chooses so, and its cost
+    is lower: the settled state's cost is at most the state's.  The
+    parameters are not moved again.  For the K-means models only (linear
+    and kernel, hard and soft), not weighted: the weighted (log-penalty)
+    fits' per-point MM limit depends on where it starts, and a fit's path
+    does not start where ``predict`` does; the mixtures' E- and O-steps
+    alternated from O = 0 can reach another fixed point than EM's, with
+    another count (a count fit of 42 came out at 41), and their ``predict``
+    gives labels only, which agree (an outlier is -1 whichever component its
+    o_n points to).
+    """
+    start = state_from(state.centers, state.weights, state.covariance)
+    settled = solver.assign(start, [(lam, False)])
+    return settled.finished(list(state.history), state.n_iter, state.converged)

@@ -23,6 +23,7 @@ from .._core.backend import asarray, namespace, to_numpy
 from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
+from .._core.refine import refined_assignment
 from .._core.solver import Solver
 from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
 from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
@@ -154,10 +155,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     outlier_mask_ : ndarray of shape (n_samples,), dtype bool
         True where o_n != 0.
     outlier_norms_ : ndarray of shape (n_samples,)
-        ||o_n||_2, the outlier score (0 for inliers).  After refinement,
-        o_n = x_n - m_{c(n)}: the whole distance to the nearest centre, where
-        :meth:`outlier_norms` of the same points gives the O-step's shrunk
-        ||r_n|| - lambda_ / 2.
+        ||o_n||_2, the outlier score (positive exactly for the points labelled
+        -1).  After refinement, o_n = x_n - m_{c(n)} (eq. (3)): the whole
+        distance to the nearest centre, which :meth:`outlier_norms` of a
+        refined model gives new points too; the paper's estimator (not
+        refined) gives the O-step's shrunk ||r_n|| - lambda_ / 2.
     outlier_vectors_ : scipy.sparse.csr_matrix of shape (n_samples, n_features)
         The outlier matrix O, stored sparse: memory grows with the number of
         outliers.  ``X - outlier_vectors_`` is the cleaned data.
@@ -285,15 +287,31 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     until the labels and the kept set repeat; no step increases the l0
     cost, so the refined cost is at most the unrefined fit's.  The candidate
     of smallest l0 cost is returned: its centres (a fixed point: the means
-    of their kept points), exactly s flagged points with
-    o_n = x_n - m_{c(n)} (the lambda -> 0 limit of the group O-step of
-    eqs. (11)-(12) on the flagged set, the minimizer of eq. (3) for that
-    set), and ``objective_`` the l0 cost.  ``lambda_`` becomes
-    d_(s) + d_(s+1) (d the distances to the nearest centre, decreasing):
-    every lambda in [2 d_(s+1), 2 d_(s)) flags exactly the refined set at
-    the refined centres; on a tie at the boundary (or with sample weights
-    that reorder the farthest points) no lambda does, and ``lambda_`` is
-    then 2 d_(s).  Not done for Dask input.
+    of their kept points), s flagged points with o_n = x_n - m_{c(n)} (the
+    minimizer of eq. (3) for that set: the score ``outlier_norms_`` is the
+    whole distance to the nearest centre), and ``objective_`` the l0 cost.
+    ``lambda_`` becomes d_(s) + d_(s+1) (d the distances to the nearest
+    centre, decreasing): every lambda in [2 d_(s+1), 2 d_(s)) flags exactly
+    the refined set at the refined centres (with sample weights that
+    reorder the farthest points no lambda does, and ``lambda_`` is then
+    2 d_(s)).  A refined model labels and scores new points by the same
+    rule (:meth:`predict`, :meth:`outlier_norms`): flagged iff the distance
+    to the nearest centre exceeds ``lambda_`` / 2, scored by that distance,
+    so that on the training points it reproduces ``labels_`` and
+    ``outlier_norms_``.  Not done for Dask input.
+
+    **A count that cannot be met honestly.**  When the s-th and (s+1)-th
+    largest (weighted) costs of the refined fit tie -- repeated rows, rows
+    sitting on a centre, data with fewer distinct rows than ``n_clusters``
+    + s -- which of the tied points the concentration steps trim is an
+    accident of their order.  The rule: none of the tied points is flagged.
+    Fewer than s points are then flagged (those whose cost exceeds every
+    kept point's), with an :class:`OutlierCountWarning` saying how many; a
+    flagged point always has a positive score and of two equal rows both or
+    neither are flagged.  The unrefined fits follow the same rule by their
+    construction (a lambda flags a point iff its residual exceeds
+    lambda / 2, so equal rows share their flag, and rows on a centre are
+    never flagged): the count search keeps the closest count and warns.
 
     **Empty clusters** (q = 1) are reseeded, as in scikit-learn, at the inliers
     that fit worst; a centre without members does not enter the cost, so
@@ -368,8 +386,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.random_state = random_state
         self.verbose = verbose
 
-    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_",
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "_refined",
                              *NoiseDefaultMixin._noise_state_names)
+    #: Whether the fit was refined: new points then get the refined model's
+    #: rule and score (:func:`~robustclust._core.refine.hard_threshold_scores`).
+    _refined = False
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
@@ -482,6 +503,20 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centers = asarray(centers, g.xp, like=g.sq_norms, dtype=g.dtype)
         return solver, state_from(centers)
 
+    def _assign(self, X):
+        solver, state = super()._assign(X)
+        if self._refined:  # the refined model's rule and score, as in fit
+            state = refined_assignment(solver, state, self.lambda_ / self._lambda_unit)
+        return solver, state
+
+    @classmethod
+    def from_fitted_state(cls, params, state):
+        if "_refined" not in state and "lambda_" in state and "unrefined_lambda_" in state:
+            # a file written before the flag was saved: only a refined fit
+            # stores a lambda_ other than the unrefined one
+            state = {**state, "_refined": bool(state["lambda_"] != state["unrefined_lambda_"])}
+        return super().from_fitted_state(params, state)
+
     # -- fit ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
@@ -508,7 +543,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         """Outlier score ||o||_2 that new points would receive (0 for inliers).
 
         The same per-point problem as :meth:`predict`; the score grows with
-        the distance to the nearest centre beyond the threshold lambda_ / 2.
+        the distance to the nearest centre beyond the threshold lambda_ / 2:
+        ||r|| - lambda_ / 2 (the group O-step of eq. (11)), or for a refined
+        model the whole distance ||r|| (the o_n of eq. (3) that its fit
+        stores in ``outlier_norms_``).
 
         Parameters
         ----------

@@ -552,10 +552,11 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self.init == "robust" else "k-means++"
-            rkm = (KMeansStarts(X) if fits is None else fits).fit(
-                RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1, refine=False,
-                             default_rule="chi2",
-                             random_state=rng.randint(np.iinfo(np.int32).max)))
+            start = RobustKMeans(C, n_outliers=n_outliers, init=seeding, n_init=1,
+                                 refine=False, default_rule="chi2",
+                                 random_state=rng.randint(np.iinfo(np.int32).max))
+            start._settle = False  # the start's own BCD flags (base.settled_state)
+            rkm = (KMeansStarts(X) if fits is None else fits).fit(start)
         return rkm.cluster_centers_.copy(), rkm.outlier_mask_.copy()
 
     def _store_model(self, problem, state):
