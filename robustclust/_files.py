@@ -228,6 +228,7 @@ class StagedFiles:
         file : file object
         """
         path = Path(path)
+        _check_file_destination(path)
         fd, tmp = self._create(path)
         try:
             with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
@@ -486,6 +487,18 @@ def _link(tmp, path):
         raise _appeared(path) from None
     os.close(fd)
     os.replace(tmp, path)
+
+
+def _check_file_destination(path):
+    """OSError naming ``path`` when no file can be written there: a directory
+    (renaming onto ``.`` said "Device or resource busy"), or a missing folder
+    (the error named the hidden temporary file)."""
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
+    parent = path.parent
+    if not parent.is_dir():
+        why = "no such folder" if not parent.exists() else "not a folder"
+        raise FileNotFoundError(errno.ENOENT, f"{why}: {parent}", str(path))
 
 
 @contextmanager

@@ -56,3 +56,156 @@ def test_tied_tables_on_the_command_line_warn_instead_of_failing_numerically(tmp
         frame = pd.read_csv(out)
         np.testing.assert_array_equal(frame.is_outlier, frame.outlier_score > 0)
         np.testing.assert_array_equal(frame.is_outlier, frame.cluster == -1)
+
+
+# -- absurd parameters are refused by the estimators ---------------------------------------
+SMALL = np.random.default_rng(0).normal(size=(20, 2))
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: RobustKMeans(2, n_init=10**9), "n_init"),
+    (lambda: RobustKMeans(2, max_iter=10**9), "max_iter"),
+    (lambda: RobustGaussianMixture(2, n_init=10**9), "n_init"),
+    (lambda: RobustGaussianMixture(2, max_iter=10**9), "max_iter"),
+    (lambda: RobustKMeans(2, n_outliers=True), "n_outliers=True is a boolean"),
+    (lambda: RobustGaussianMixture(2, n_outliers=True), "n_outliers=True is a boolean"),
+])
+def test_absurd_parameters_are_refused_before_the_fit(make, what):
+    with pytest.raises(ValueError, match=what):
+        make().fit(SMALL)
+
+
+def test_kernel_estimators_share_the_caps():
+    from robustclust import KernelRobustGaussianMixture, KernelRobustKMeans
+
+    for cls in (KernelRobustKMeans, KernelRobustGaussianMixture):
+        with pytest.raises(ValueError, match="n_init"):
+            cls(2, n_init=10**9).fit(SMALL)
+
+
+def test_absurd_n_lambdas_is_refused_before_any_work():
+    from robustclust import regularization_path
+
+    with pytest.raises(ValueError, match="n_lambdas must be a positive integer, at most 10000"):
+        regularization_path(RobustKMeans(2), SMALL, n_lambdas=10**9)
+
+
+def test_a_nan_nu_is_refused():
+    import networkx as nx
+
+    from robustclust.graph import normalized_adjacency_kernel
+
+    G = nx.karate_club_graph()
+    for nu, what in ((float("nan"), "not a finite number"), (float("inf"), "not a finite"),
+                     (True, "must be a number")):
+        with pytest.raises(ValueError, match=what):
+            normalized_adjacency_kernel(G, nu=nu)
+
+
+def test_a_frame_column_of_dates_or_text_is_named():
+    import pandas as pd
+
+    from robustclust import KernelRobustKMeans
+
+    frame = pd.DataFrame({"a": np.arange(10.0), "when": pd.date_range("2020", periods=10),
+                          "word": ["x"] * 10})
+    for cls in (RobustKMeans, RobustGaussianMixture, KernelRobustKMeans):
+        with pytest.raises(ValueError, match=r"'when' \(datetime64"):
+            cls(2).fit(frame[["a", "when"]])
+        with pytest.raises(ValueError, match=r"'word' \(.*'x'\)"):
+            cls(2).fit(frame[["a", "word"]])
+
+
+# -- model files ---------------------------------------------------------------------------
+def test_save_model_names_a_directory_or_a_missing_folder(tmp_path, monkeypatch):
+    from robustclust import save_model
+
+    model = RobustKMeans(2, random_state=0).fit(SMALL)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        save_model(model, ".")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        save_model(model, tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such folder") as info:
+        save_model(model, tmp_path / "missing" / "m.npz")
+    assert ".tmp" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _forged(tmp_path, name, replace):
+    """A model file with one member replaced: replace(member name, bytes) -> bytes."""
+    import zipfile
+
+    from robustclust import save_model
+
+    good = tmp_path / "good.npz"
+    save_model(RobustKMeans(2, random_state=0).fit(SMALL), good)
+    bad = tmp_path / name
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as out:
+        for info in src.infolist():
+            out.writestr(info, replace(info.filename, src.read(info)))
+    return bad
+
+
+def test_a_model_member_declaring_more_data_than_it_holds_is_refused_at_once(tmp_path):
+    import io
+    import resource
+    import time
+
+    from robustclust import load_model
+
+    def huge(name, data):
+        if not name.startswith("cluster_centers_"):
+            return data
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
+                                                   "shape": (800_000_000,)})
+        return buf.getvalue() + b"\0" * 1000
+
+    path = _forged(tmp_path, "big.npz", huge)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="declares 6400000000 bytes of data but holds 1000"):
+        load_model(path)
+    assert time.perf_counter() - start < 5
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 200_000
+
+
+def test_deeply_nested_model_metadata_is_corrupted_not_an_internal_error(tmp_path, capsys):
+    import io
+
+    from robustclust import load_model
+
+    def deep(name, data):
+        if not name.startswith("__robustclust_model__"):
+            return data
+        buf = io.BytesIO()
+        np.save(buf, np.array("[" * 100_000 + "]" * 100_000))
+        return buf.getvalue()
+
+    path = _forged(tmp_path, "deep.npz", deep)
+    with pytest.raises(ValueError, match="metadata nest deeper"):
+        load_model(path)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x0,x1\n1,2\n")
+    assert main(["predict", "-m", str(path), str(rows)]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+# -- the command line's usage errors and words ------------------------------------------
+def test_path_lambda_bounds_must_be_finite_usage_errors(tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x,y\n" + "".join(f"{i},{i % 3}\n" for i in range(12)))
+    for option, value in (("--lam-max", "nan"), ("--lam-min", "inf"), ("--lam-max", "-1")):
+        assert main(["path", str(rows), "-k", "2", option, value]) == 2
+        err = capsys.readouterr().err
+        assert f"Invalid value for '{option}'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_one_cluster_needs_a_row(tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x\n1\n2\n")
+    assert main(["fit", str(rows), "-k", "1", "-s", "2"]) == 1
+    assert "1 cluster needs at least one row, so at most 1" in capsys.readouterr().err

@@ -63,6 +63,11 @@ from .._core.state import State
 from .dask_fit import is_dask
 from .fitted import check_state
 
+#: Most initialisations and iterations an estimator takes: larger values are
+#: refused (a fit with n_init=10**9 would run for ever; the command line's
+#: --n-init has the same cap).
+MAX_N_INIT = 10_000
+MAX_ITER = 100_000
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
@@ -159,6 +164,9 @@ def check_outlier_params(estimator, n_samples, n_clusters):
             f"lam={lam!r} and n_outliers={n_outliers!r}.")
     if n_outliers is None:
         return None
+    if isinstance(n_outliers, (bool, np.bool_)):
+        raise ValueError(f"n_outliers={n_outliers!r} is a boolean; give a count (an int) or "
+                         "a fraction of the samples (a float in (0, 0.5)).")
     if isinstance(n_outliers, Integral):
         s = int(n_outliers)
         if s >= n_samples:
@@ -170,6 +178,44 @@ def check_outlier_params(estimator, n_samples, n_clusters):
         warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
                       "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=5)
     return s
+
+
+def check_frame_columns(X):
+    """ValueError naming the columns of a DataFrame that hold no numbers.
+
+    NumPy's conversion of a frame with a datetime column fails with a
+    ``DTypePromotionError`` and one of text with "could not convert string
+    to float", neither naming the column; this names each column, its type
+    and (for text) the first value that is not a number.
+    """
+    columns = getattr(X, "columns", None)
+    dtypes = getattr(X, "dtypes", None)
+    if columns is None or dtypes is None or not hasattr(X, "iloc"):
+        return
+    import pandas as pd
+
+    bad = []
+    for position, (name, dtype) in enumerate(zip(columns, dtypes)):
+        if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
+                                                 and not pd.api.types.is_complex_dtype(dtype)):
+            continue
+        if getattr(dtype, "kind", "") in "mM" or isinstance(dtype, pd.PeriodDtype):
+            bad.append(f"{name!r} ({dtype})")
+            continue
+        column = X.iloc[:, position]
+        try:
+            numbers = pd.to_numeric(column, errors="coerce")
+        except (TypeError, ValueError):
+            bad.append(f"{name!r} ({dtype})")
+            continue
+        wrong = numbers.isna().to_numpy() & column.notna().to_numpy()
+        if wrong.any():
+            bad.append(f"{name!r} ({dtype}: {column.iloc[int(np.argmax(wrong))]!r})")
+    if bad:
+        what = "a column that holds" if len(bad) == 1 else f"{len(bad)} columns that hold"
+        raise ValueError(f"X has {what} no numbers: {', '.join(bad[:10])}"
+                         f"{' ...' if len(bad) > 10 else ''}; select the numeric columns, or "
+                         "convert these to numbers, first.")
 
 
 def _warn_fewer_refined(flagged, target, unrefined):

@@ -37,7 +37,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
 from .._core.starts import KernelSpace, robust_start, trim_count
-from .base import RobustEstimator, internal_units, state_from
+from .base import RobustEstimator, check_frame_columns, internal_units, state_from
 from .kernels import (
     EXPLICIT_FEATURES,
     SKLEARN_NAMES,
@@ -87,7 +87,9 @@ class _KernelEstimator(RobustEstimator):
                     "predict needs the kernel of every new point with itself as well as "
                     "with the training points, which kernel='precomputed' does not give; "
                     "use labels_ for the training points or a kernel function.")
+            check_frame_columns(X)
             return check_array(X, dtype=np.float64, input_name="K")
+        check_frame_columns(X)
         return validate_data(self, X, reset=reset, dtype=np.float64, accept_sparse="csr")
 
     def _kernel_args(self, X):

@@ -26,7 +26,15 @@ from .._core.penalties import make_penalty
 from .._core.refine import refined_assignment
 from .._core.solver import Solver
 from .._core.starts import PointSpace, kmeans_parallel_in_memory, robust_start, trim_count
-from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
+from .base import (
+    MAX_ITER,
+    MAX_N_INIT,
+    NoiseDefaultMixin,
+    RobustEstimator,
+    check_frame_columns,
+    internal_units,
+    state_from,
+)
 from .dask_fit import is_dask, predict_dask, score_dask
 
 
@@ -54,8 +62,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         estimated from the data and lambda is chosen to flag it (see
         ``default_rule`` and Notes).
     n_outliers : int or float, default=None
-        Target number of outliers s.  An int is a count (0 <= s < N); a float
-        in (0, 0.5) is a fraction of N (the ``contamination`` convention),
+        Target number of outliers s.  An int is a count (0 <= s < N; not a
+        boolean); a float in (0, 0.5) is a fraction of N (the
+        ``contamination`` convention),
         rounded to the nearest count.  lambda is then chosen along a
         decreasing, warm-started grid and refined by bisection so that exactly
         s points are flagged where the path allows (see Notes).
@@ -103,7 +112,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         collapse all centres onto the grand mean).  An array: the initial
         centres (then ``n_init`` is 1).
     n_init : int, default=10
-        Number of initialisations; the best run is kept, judged by the cost
+        Number of initialisations (at most 10,000); the best run is kept, judged by the cost
         of eq. (6) (its log-penalty version when ``weighted``), or, when
         ``n_outliers`` is given, by the l0-constrained cost of eq. (3)
         (after refinement when ``refine`` is on).
@@ -134,7 +143,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``False`` keeps the unrefined estimator of the paper.  The name
         follows "refinement" steps in tclust / trimmed k-means terminology.
     max_iter : int, default=300
-        Maximum number of BCD iterations of one run.
+        Maximum number of BCD iterations of one run (at most 100,000).
     tol : float, default=1e-6
         epsilon_s of the paper's stopping rule
         ||M_t - M_{t-1}||_F <= tol ||M_t||_F; the outlier matrix must settle
@@ -357,10 +366,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "penalty": [StrOptions({"group", "elementwise"})],
         "init": [StrOptions({"robust", "k-means++", "k-means||", "random"}), "array-like"],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "default_rule": [StrOptions({"noise", "chi2"})],
         "refine": [StrOptions({"auto"}), "boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -615,6 +624,7 @@ def validate_linear_input(estimator, X, sample_weight, reset):
     xp, is_numpy = namespace(X) if hasattr(X, "shape") and not hasattr(X, "iloc") \
         else (np, True)
     dtype = [np.float64, np.float32] if is_numpy else [xp.float64, xp.float32]
+    check_frame_columns(X)
     X = validate_data(estimator, X, reset=reset, accept_sparse="csr", dtype=dtype, order="C",
                       accept_large_sparse=False)
     if sample_weight is not None or reset:

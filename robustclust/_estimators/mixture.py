@@ -23,7 +23,14 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
 from .._core.starts import kmeans_parallel_in_memory, trim_count
-from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
+from .base import (
+    MAX_ITER,
+    MAX_N_INIT,
+    NoiseDefaultMixin,
+    RobustEstimator,
+    internal_units,
+    state_from,
+)
 from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
@@ -172,7 +179,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         ``"k-means||"``: the means of :class:`RobustKMeans`' k-means|| start
         (meant for Dask input: all the data in 7 passes, no sample fit).
     n_init : int, default=10
-        Initialisations; the best run is kept (cost of eq. (8), or, with
+        Initialisations (at most 10,000); the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
         likely points).
     default_rule : {"noise", "chi2"}, default="noise"
@@ -189,6 +196,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         clusters are not Gaussian are flagged, and none of a data set that is
         60% uniform noise).
     max_iter : int, default=300
+        Most EM iterations of one run (at most 100,000).
     tol : float, default=1e-4
         Stop when an EM iteration lowers the cost of eq. (8) (negative
         log-likelihood plus penalty) by at most ``tol`` per unit of sample
@@ -388,9 +396,9 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions({"robust", "k-means++", "k-means||", "random", "robust-kmeans"}),
                  "array-like"],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "default_rule": [StrOptions({"noise", "chi2"})],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
         "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), None],

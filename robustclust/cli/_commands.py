@@ -49,6 +49,7 @@ from ._options import (
     MAX_N_LAMBDAS,
     Lambda,
     OutlierCount,
+    PositiveLambda,
     data_options,
     model_options,
     model_options_from,
@@ -506,9 +507,9 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
               help="Number of lambda values, spaced geometrically from lambda_max (or "
                    "--lam-max) down to lambda_max / 1000 (or --lam-min); more are added "
                    "where the number of outliers jumps (see --no-refine).")
-@click.option("--lam-min", type=click.FloatRange(min=0, min_open=True), metavar="L",
+@click.option("--lam-min", type=PositiveLambda(), metavar="L",
               help="Smallest lambda of the grid (default: lambda_max / 1000).")
-@click.option("--lam-max", type=click.FloatRange(min=0, min_open=True), metavar="L",
+@click.option("--lam-max", type=PositiveLambda(), metavar="L",
               help="Largest lambda of the grid (default: lambda_max, where nothing is "
                    "flagged).")
 @click.option("--refine/--no-refine", default=True, show_default=True,
