@@ -197,8 +197,8 @@ def test_unreachable_count_warns_and_keeps_closest():
     assert m.n_outliers_ in (2, 4)
     assert set(np.flatnonzero(m.outlier_mask_)) <= {40, 41, 42, 43}
     # the refined fit solves eq. (3) with s = 3, which trims one of two equal
-    # rows: that one is not flagged (ties are never split), and it warns
-    with pytest.warns(OutlierCountWarning, match="n_outliers=3 was asked for, but only 2"):
+    # rows: ties are never split (2 and 4 are as near 3: the smaller), and it warns
+    with pytest.warns(OutlierCountWarning, match="n_outliers=3 was asked for, but 2 points"):
         r = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
     assert r.n_outliers_ == 2 and set(np.flatnonzero(r.outlier_mask_)) == {42, 43}
     np.testing.assert_array_equal(r.predict(X), r.labels_)

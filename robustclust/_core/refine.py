@@ -183,27 +183,36 @@ def resolution(sq_norms, centres):
 
 
 def untied(costs, trimmed, sq_distances, weights, res=0.0):
-    """The trimmed points whose cost exceeds every kept point's: the ones flagged.
+    """The points a refined fit flags: the trimmed set with no tie split.
 
     The one rule of a refined fit for a count that cannot be met honestly.
     The concentration steps trim the s points of largest (weighted) cost;
-    when the s-th and (s+1)-th largest costs tie -- repeated rows, rows on a
-    centre (cost 0), data with fewer distinct rows than clusters plus s --
-    which of the tied points are trimmed is an accident of their order, so
-    none of them is flagged: fewer than s points are, never a point with
-    score 0 and never one of two equal rows without the other, and the
-    estimator warns (OutlierCountWarning).  The cost of eq. (3) is the same
-    whichever tied points are trimmed.  Ties are judged to the distances'
-    precision ``res`` (:func:`resolution`): a trimmed point within ``res``
-    of its centre, or whose cost would not exceed the largest kept one were
-    its distance ``res`` larger, is tied.
+    when the s-th and (s+1)-th largest costs tie -- repeated rows, data with
+    fewer distinct rows than clusters plus s -- which of the tied points are
+    trimmed is an accident of their order.  So the tie is flagged whole or
+    not at all, whichever count is nearer s (the smaller one when both are
+    as near: the count search of the unrefined fits keeps the closest count
+    the same way), and rows that sit on their centre (score 0) are never
+    flagged; the estimator then warns (OutlierCountWarning).  A flagged
+    point always has a positive score, and of two equal rows both or
+    neither are flagged.  Ties are judged to the distances' precision
+    ``res`` (:func:`resolution`).
     """
     costs = np.asarray(costs, dtype=np.float64)
     d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    s = int(np.count_nonzero(trimmed))
     kept = costs[~trimmed]
     inner = float(kept.max()) if kept.size else 0.0
     slack = np.asarray(weights, dtype=np.float64) * res * (2.0 * d + res)
-    return trimmed & (d > res) & (costs > inner + slack)
+    beyond = trimmed & (d > res) & (costs > inner + slack)
+    fewer = int(np.count_nonzero(beyond))
+    if fewer == s or not kept.size:
+        return beyond
+    tie = (np.abs(costs - inner) <= slack) & ~beyond
+    if not tie.any() or np.any(d[tie] <= res):  # rows on a centre: never flagged
+        return beyond
+    more = fewer + int(np.count_nonzero(tie))
+    return beyond | tie if more - s < s - fewer else beyond
 
 
 def separating_lambda(sq_distances, flagged, res=0.0):

@@ -218,22 +218,22 @@ def check_frame_columns(X):
                          "convert these to numbers, first.")
 
 
-def _warn_fewer_refined(flagged, target, unrefined):
-    """OutlierCountWarning when a refined fit flags fewer points than its count s.
+def _warn_refined_count(flagged, target, unrefined):
+    """OutlierCountWarning when a refined fit flags another count than its s.
 
-    The rule of :func:`robustclust._core.refine.untied`: of the s points the
-    concentration steps trim, those that tie with a kept point are not
-    flagged (a flagged point always has a positive score, and of two equal
-    rows both or neither are flagged).
+    The rule of :func:`robustclust._core.refine.untied`: rows that tie at the
+    boundary of the s trimmed points are flagged all or none, whichever count
+    is nearer s, and rows on a centre never.
     """
     s = target if target is not None else unrefined
-    if flagged >= s:
+    if flagged == s:
         return
     warnings.warn(
-        f"n_outliers={s} was asked for, but only {flagged} points lie farther from their "
-        "nearest centre than every point kept (the others tie with kept points: repeated "
-        "rows or rows on a centre, as when there are fewer distinct rows than clusters "
-        f"plus outliers); {flagged} are flagged.", OutlierCountWarning, stacklevel=4)
+        f"n_outliers={s} was asked for, but {flagged} points are flagged: the row at the "
+        f"boundary of the {s} farthest ties with {'kept' if flagged < s else 'flagged'} rows "
+        "(repeated rows, rows on a centre, as when there are fewer distinct rows than "
+        "clusters plus outliers), and tied rows are flagged all or none, whichever count "
+        f"is nearer {s}.", OutlierCountWarning, stacklevel=4)
 
 
 def internal_units(X, offset=None, scale=None, norms=False):
@@ -480,7 +480,7 @@ class RobustEstimator(BaseEstimator):
         if hasattr(self, "refine"):  # eq. (3) at the centres: the fit's state has its costs
             self._store_refined(problem, state, lam, refined)
         if refined is not None and not counted:
-            _warn_fewer_refined(refined[0].n_outliers, problem.target, state.n_outliers)
+            _warn_refined_count(refined[0].n_outliers, problem.target, state.n_outliers)
         return self
 
     def _starts_for_count(self, problem):

@@ -313,14 +313,15 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     largest (weighted) costs of the refined fit tie -- repeated rows, rows
     sitting on a centre, data with fewer distinct rows than ``n_clusters``
     + s -- which of the tied points the concentration steps trim is an
-    accident of their order.  The rule: none of the tied points is flagged.
-    Fewer than s points are then flagged (those whose cost exceeds every
-    kept point's), with an :class:`OutlierCountWarning` saying how many; a
-    flagged point always has a positive score and of two equal rows both or
-    neither are flagged.  The unrefined fits follow the same rule by their
-    construction (a lambda flags a point iff its residual exceeds
-    lambda / 2, so equal rows share their flag, and rows on a centre are
-    never flagged): the count search keeps the closest count and warns.
+    accident of their order.  The rule: a tie is flagged whole or not at
+    all, whichever count is nearer s (the smaller on equal distance), and a
+    row on its centre (score 0) never; the count then differs from s and an
+    :class:`OutlierCountWarning` says so.  A flagged point always has a
+    positive score, and of two equal rows both or neither are flagged.  The
+    unrefined fits follow the same rule by their construction (a lambda
+    flags a point iff its residual exceeds lambda / 2, so equal rows share
+    their flag and rows on a centre are never flagged; the count search
+    keeps the closest count and warns).
 
     **Empty clusters** (q = 1) are reseeded, as in scikit-learn, at the inliers
     that fit worst; a centre without members does not enter the cost, so
