@@ -32,7 +32,7 @@ import pandas as pd
 
 from ._errors import DataError, first_line, listing, rows_phrase
 from ._graphs import read_graph
-from ._tables import compression_of, is_unnamed, numeric_matrix, read_text_table
+from ._tables import WIDE, compression_of, is_unnamed, numeric_matrix, read_text_table
 
 __all__ = ["DataError", "Dataset", "input_kind", "read_graph", "read_input", "rows_phrase"]
 
@@ -87,6 +87,19 @@ class Dataset:
     skipped: dict | None = None
     header: list | None = None
     raw: pd.DataFrame | None = None
+    #: (rows, columns) of the input table when ``frame`` no longer holds every
+    #: column (a CSV/TSV table's feature columns live in X only).
+    shape: tuple | None = None
+
+    @property
+    def n_rows(self):
+        """Rows (nodes) of the input."""
+        return len(self.frame) if self.shape is None else self.shape[0]
+
+    @property
+    def n_columns(self):
+        """Columns of the input table."""
+        return len(self.frame.columns) if self.shape is None else self.shape[1]
 
     @property
     def columns(self):
@@ -110,6 +123,9 @@ class Dataset:
         ``00501`` stays ``00501`` and ``NA`` stays ``NA``) under the names of
         its header line; other inputs give their typed values.
         """
+        if self.raw is None and self.shape is not None:
+            raise ValueError("the typed frame of a CSV/TSV input does not hold its feature "
+                             "columns: read it with raw=True to write its rows")
         frame = self.frame if self.raw is None else self.raw
         names = list(frame.columns) if self.header is None else list(self.header)
         keep = [i for i, name in enumerate(frame.columns) if name not in RESULT_COLUMNS]
@@ -183,11 +199,18 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
     names, skipped = select_columns(frame, columns, path, header=header, codes=codes)
     position = {name: i for i, name in enumerate(frame.columns)}
     positions = [position[name] for name in names]
-    values = numeric_matrix(frame, positions)
+    values = numeric_matrix(frame, positions, order="F")
     used = _finite_rows(values, names, labels, drop_missing, path)
     X = _features(values, names, used)
+    del values
+    shape = None
+    if kind in ("csv", "tsv"):
+        # its rows are written from ``raw``: the typed feature columns, a copy of
+        # X, would only double the memory a fit holds
+        shape = frame.shape
+        frame = frame.drop(columns=frame.columns[positions])
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
-                   raw=raw_frame)
+                   raw=raw_frame, shape=shape)
 
 
 # -- tables ----------------------------------------------------------------------
@@ -201,7 +224,7 @@ def _features(values, names, used):
     column: on a table of 100,000 columns that makes the estimator's input
     checks take seconds instead of half a minute.
     """
-    block = np.asfortranarray(values[used])
+    block = values if used.all() else np.asfortranarray(values[used])
     return pd.DataFrame(block, columns=names, index=np.flatnonzero(used), copy=False)
 
 
@@ -314,7 +337,10 @@ def _empty_columns(frame, numeric):
     """Boolean per column: no value at all."""
     empty = np.zeros(len(frame.columns), dtype=bool)
     numbers = np.flatnonzero(numeric)
-    if len(numbers):
+    if 0 < len(numbers) <= WIDE:  # a column at a time: no copy of the table
+        empty[numbers] = [bool(np.isnan(frame.iloc[:, j].to_numpy(dtype=np.float64)).all())
+                          for j in numbers]
+    elif len(numbers):
         empty[numbers] = np.isnan(numeric_matrix(frame, numbers)).all(axis=0)
     others = np.flatnonzero(~numeric)
     if len(others):
