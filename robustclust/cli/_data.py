@@ -32,7 +32,14 @@ import pandas as pd
 
 from ._errors import DataError, first_line, listing, rows_phrase
 from ._graphs import read_graph
-from ._tables import WIDE, compression_of, is_unnamed, numeric_matrix, read_text_table
+from ._tables import (
+    WIDE,
+    check_fits,
+    compression_of,
+    is_unnamed,
+    numeric_matrix,
+    read_text_table,
+)
 
 __all__ = ["DataError", "Dataset", "input_kind", "read_graph", "read_input", "rows_phrase"]
 
@@ -244,7 +251,17 @@ def _read_parquet(path):
         raise DataError("reading Parquet files needs pyarrow: "
                         "pip install 'robustclust[parquet]'") from None
     try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        rows, columns = meta.num_rows, meta.num_columns
+    except Exception as exc:  # pyarrow's errors have no common public base
+        raise DataError(f"cannot read {path} as Parquet: {first_line(exc)}") from None
+    check_fits(path, rows, columns)  # before any page is read
+    try:
         frame = pd.read_parquet(path)
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow's errors have no common public base
         raise DataError(f"cannot read {path} as Parquet: {first_line(exc)}") from None
     frame.columns = [str(c) for c in frame.columns]
@@ -253,11 +270,20 @@ def _read_parquet(path):
 
 def _read_npy(path):
     try:
-        array = np.load(path, allow_pickle=False)
+        # mapped, not read: the header's shape is checked against the memory
+        # left (and the file's size) before anything is allocated
+        array = np.load(path, allow_pickle=False, mmap_mode="r")
     except (ValueError, OSError, EOFError) as exc:
         raise DataError(f"cannot read {path} as a .npy array: {first_line(exc)}") from None
     if not isinstance(array, np.ndarray):
         raise DataError(f"{path} is an .npz archive, not a .npy array")
+    if array.ndim in (1, 2) and array.dtype.kind in "iuf":
+        rows = array.shape[0]
+        check_fits(path, rows, 1 if array.ndim == 1 else array.shape[1])
+    try:
+        array = np.array(array)
+    except (ValueError, OSError) as exc:
+        raise DataError(f"cannot read {path} as a .npy array: {first_line(exc)}") from None
     if array.ndim == 1:
         array = array[:, None]
     if array.ndim != 2:

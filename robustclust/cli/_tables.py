@@ -280,9 +280,9 @@ def _ragged(path, line, n_fields, n_header):
 
 def line_fields(buffer, sep):
     """Per line of the bytes ``buffer`` (no quotes): (start, end, number of fields,
-    number of characters that are not white space); a last line without its
-    newline counts.  The separator and the newline are single bytes in UTF-8.
-    Memory: a bool per byte and an int64 per line and per separator."""
+    whether it holds a character that is not white space); a last line without
+    its newline counts.  The separator and the newline are single bytes in
+    UTF-8.  Memory: a bool per byte and an int64 per line and per separator."""
     if len(buffer) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty
@@ -292,9 +292,13 @@ def line_fields(buffer, sep):
     starts = np.r_[0, ends[:-1] + 1]
     separators = np.flatnonzero(buffer == ord(sep))
     fields = np.searchsorted(separators, ends) - np.searchsorted(separators, starts) + 1
-    blank = np.frombuffer(b" \t\r\n\f\v", dtype=np.uint8)
-    visible = np.add.reduceat(~np.isin(buffer, blank), starts, dtype=np.int64)
+    visible = np.logical_or.reduceat(_VISIBLE[buffer], starts)
     return starts, ends, fields, visible
+
+
+#: byte -> not white space (a lookup: np.isin sorted an int64 copy of the bytes)
+_VISIBLE = np.ones(256, dtype=bool)
+_VISIBLE[np.frombuffer(b" \t\r\n\f\v", dtype=np.uint8)] = False
 
 
 def _nul_error(path, block, lines_before):
