@@ -4,19 +4,29 @@ Implements robust K-means (hard, soft, weighted), robust Gaussian mixtures
 and their kernel versions with outlier-sparsity regularization, after
 Forero, Kekatos and Giannakis, "Robust Clustering Using Outlier-Sparsity
 Regularization", IEEE Trans. Signal Processing, 2012.
+
+The names below are imported when first used (PEP 562), so that
+``import robustclust`` itself costs nothing and the command line can catch
+an interruption or a lack of memory while NumPy, scikit-learn and numba load
+(see :mod:`robustclust.__main__`).
 """
 
-from ._core.selection import OutlierCountWarning
-from ._estimators import (
-    KernelRobustGaussianMixture,
-    KernelRobustKMeans,
-    RobustGaussianMixture,
-    RobustKMeans,
-)
-from ._model_io import load_model, save_model
-from ._path import RegularizationPath, regularization_path
+import importlib
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "KernelRobustGaussianMixture": "._estimators",
+    "KernelRobustKMeans": "._estimators",
+    "OutlierCountWarning": "._core.selection",
+    "RegularizationPath": "._path",
+    "RobustGaussianMixture": "._estimators",
+    "RobustKMeans": "._estimators",
+    "load_model": "._model_io",
+    "regularization_path": "._path",
+    "save_model": "._model_io",
+}
 
 __all__ = [
     "KernelRobustGaussianMixture",
@@ -30,3 +40,15 @@ __all__ = [
     "save_model",
     "__version__",
 ]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -18,10 +18,8 @@ import functools
 import os
 import signal
 import sys
-import threading
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -30,6 +28,7 @@ import numpy as np
 from .. import __version__
 from ._dask_run import MAX_WORKERS
 from ._data import GRAPH_KINDS, input_kind, read_input
+from . import _signals
 from ._errors import DataError, count, one_line, rows_phrase
 from ._models import (
     build_estimator,
@@ -58,6 +57,7 @@ from ._options import (
 from ._run import (
     TABLE_OUTPUTS,
     check_fit,
+    check_fit_memory,
     check_rows,
     check_standardizable,
     choose_approximation,
@@ -70,6 +70,7 @@ from ._run import (
     with_results,
     write_outputs,
 )
+from ._signals import Terminated
 from ._summary import cluster_sizes, format_summary, to_json, top_outliers
 
 PROG = "robustclust"
@@ -88,41 +89,18 @@ class _Session:
         return list(dict.fromkeys(str(w.message) for w in self.caught))
 
 
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived: unwinds the command (temporary files are removed)."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated(signum)
-
-
-@contextmanager
-def _signals_raise():
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {name: signal.signal(getattr(signal, name), _raise_terminated) for name in names}
-    try:
-        yield
-    finally:
-        for name, handler in previous.items():
-            signal.signal(getattr(signal, name), handler)
-
-
 def _guarded(command):
-    """Keep an EOFError from reaching click, which would report it as an interruption."""
+    """Keep an EOFError from reaching click, which would report it as an
+    interruption, and a KeyboardInterrupt too, which click would precede with
+    an empty line on stderr (the interruption is reported by :func:`main`)."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except EOFError as exc:
             raise RuntimeError(f"unexpected end of data ({one_line(exc)})") from None
+        except KeyboardInterrupt:
+            raise Terminated(signal.SIGINT) from None
     return wrapper
 
 
@@ -293,6 +271,8 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     X = _model_input(data)
     if options.standardize:
         check_standardizable(X, data.path)
+    if not graph:
+        check_fit_memory(X, options, data.path)
     start = time.perf_counter()
     with progress_bar("fit", quiet), warnings.catch_warnings():
         warnings.filterwarnings("ignore", _FLOATING_POINT, RuntimeWarning)
@@ -548,6 +528,8 @@ def path(session, input, n_lambdas, lam_min, lam_max, refine, columns, drop_miss
     options = dataclasses.replace(options, approximation=approximation)
     model = build_estimator(options, graph=graph)
     X = _model_input(data)
+    if not graph:
+        check_fit_memory(X, options, data.path)
     if options.standardize:
         check_standardizable(X, data.path)
         X = run_estimator(model[:-1].fit_transform, X)
@@ -645,6 +627,10 @@ def reproduce(out_dir, quick, data_home, download, only, force):
                                     force=force)
     except UnsafeWriteError as exc:
         raise DataError(str(exc)) from None
+    except OSError as exc:  # a read-only or full --out folder
+        where = exc.filename or out_dir
+        raise DataError(f"cannot write the report into {where}: "
+                        f"{exc.strerror or one_line(exc)}") from None
     failed = []
     for section in sections:
         if section.skipped:
@@ -684,33 +670,62 @@ def main(argv=None):
     failed = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            with _signals_raise():
+        with _signals.handling(prefix, lambda: REPORTED):
+            try:
                 status = cli.main(args, prog_name=PROG, standalone_mode=False,
                                   obj=_Session(caught))
-            failed = False
-        except click.ClickException as exc:
-            status = exc.exit_code
-            _error(prefix, exc.format_message())
-        except click.exceptions.Abort:
-            status = 130
-            _error(prefix, "interrupted")
-        except Terminated as exc:
-            status = 128 + exc.signum
-            _error(prefix, f"terminated by {signal.Signals(exc.signum).name}")
-        except MemoryError as exc:
-            status = 1
-            _error(prefix, out_of_memory(exc))
-        except Exception as exc:  # a bug: still one line, the traceback on request
-            if os.environ.get("ROBUSTCLUST_DEBUG"):
-                raise
-            status = 1
-            _error(prefix, f"internal error ({type(exc).__name__}: {exc}); please report "
-                           "it (ROBUSTCLUST_DEBUG=1 shows the traceback)")
+                failed = False
+            except BaseException as exc:  # one path: _outcome
+                status, message = _outcome(exc)
+                _error(prefix, message)
     if not failed:
         for message in _Session(caught).warning_messages():
             click.echo(f"{prefix}: warning: {one_line(message)}", err=True)
     return status if isinstance(status, int) else 0
+
+
+def _outcome(exc):
+    """(exit status, error line) of a command that raised ``exc``.
+
+    A signal received during the command decides first, whatever the
+    exception looks like by the time it reaches here (see :mod:`._signals`):
+    130 "interrupted" after SIGINT, 128 + N "terminated by ..." after signal
+    N.  Then usage and data errors (2, 1), running out of memory (1), and
+    anything else, a bug: 1 and "internal error" (re-raised with
+    ROBUSTCLUST_DEBUG set).
+    """
+    signum = _signals.received() or _signals.in_chain(exc)
+    if signum is None and isinstance(exc, click.exceptions.Abort):
+        signum = signal.SIGINT
+    if signum is not None:
+        return _signals.status_of(signum), _signals.message_of(signum)
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code, exc.format_message()
+    from ._dataset import worker_died
+
+    died = worker_died(exc, "running the command")
+    if died is not None:
+        return 1, died
+    memory = _memory_error(exc)
+    if memory is not None:
+        return 1, out_of_memory(memory)
+    if not isinstance(exc, Exception):
+        raise exc  # SystemExit and the like
+    if os.environ.get("ROBUSTCLUST_DEBUG"):
+        raise exc
+    return 1, (f"internal error ({type(exc).__name__}: {exc}); please report it "
+               "(ROBUSTCLUST_DEBUG=1 shows the traceback)")
+
+
+def _memory_error(exc):
+    """The MemoryError in ``exc``'s chain, or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 #: Whether this process has reported an error (the --workers exit timer of

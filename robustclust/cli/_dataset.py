@@ -379,8 +379,22 @@ def compute(source, tasks):
     except Exception as exc:
         if type(exc).__name__ == "PieceError":  # raised on a worker of another install
             raise DataError(first_line(exc)) from None
+        died = worker_died(exc, f"reading {source.input}")
+        if died is not None:
+            raise DataError(died) from None
         raise DataError(f"cannot read {source.input} as {_describe_format(source.fmt)}: "
                         f"{first_line(exc)}") from None
+
+
+def worker_died(exc, doing):
+    """The error line of distributed's KilledWorker (a worker process that died,
+    most often killed by its memory limit), or None for another exception:
+    it is no fault of the file (it read "cannot read ds as Parquet")."""
+    if type(exc).__name__ != "KilledWorker":
+        return None
+    return (f"a Dask worker process died while {doing} (killed by its memory limit, or "
+            f"crashed; its log says why): give the workers more memory or use smaller "
+            f"partitions ({first_line(exc)})")
 
 
 # -- the pass over the data -------------------------------------------------------------------------
