@@ -209,3 +209,73 @@ def test_one_cluster_needs_a_row(tmp_path, capsys):
     rows.write_text("x\n1\n2\n")
     assert main(["fit", str(rows), "-k", "1", "-s", "2"]) == 1
     assert "1 cluster needs at least one row, so at most 1" in capsys.readouterr().err
+
+
+# -- datasets read wrongly with exit 0 ------------------------------------------------------
+def _parquet_rows(path, n=300, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    pd.DataFrame(rng.normal(size=(n, 2)), columns=["x", "y"]).to_parquet(path)
+
+
+def test_a_parquet_dataset_naming_a_column_twice_is_refused(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    import pyarrow.parquet as pq
+
+    table = pa.table([pa.array(np.arange(10.0)), pa.array(np.arange(10.0) % 3),
+                      pa.array(np.arange(10.0))], names=["x", "y", "x"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    assert main(["fit", str(tmp_path / "dup.parquet"), "-k", "2", "-o",
+                 str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "names two columns 'x' (columns 1 and 3): rename one" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_glob_through_a_symlink_loop_reads_each_file_once(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    (tmp_path / "data").mkdir()
+    for i in range(2):
+        _parquet_rows(tmp_path / "data" / f"p{i}.parquet", seed=i)
+    (tmp_path / "data" / "loop").symlink_to("..")
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "data/**/*.parquet", "-k", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    import json
+
+    summary = json.loads(captured.out)
+    assert summary["n_rows"] == 600
+    assert "each file is read once" in captured.err
+
+
+def test_damaged_parquet_pages_with_checksums_are_refused(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    import pyarrow.parquet as pq
+
+    X = np.random.default_rng(0).normal(size=(2000, 2))
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"x": X[:, 0], "y": X[:, 1]}), good, compression="NONE",
+                   write_page_checksum=True)
+    data = bytearray(good.read_bytes())
+    at = data.find(X[1000, 0].tobytes())
+    data[at:at + 8] = np.float64(1e67).tobytes()  # a value the page's CRC does not match
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    for args in (["fit", str(bad), "-k", "2"],
+                 ["fit", str(bad), "-k", "2", "-o", str(tmp_path / "out")]):
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "CRC checksum verification failed" in err and len(err.splitlines()) == 1
+
+
+def test_a_cluster_left_without_rows_is_reported(tmp_path, capsys):
+    path = tmp_path / "ties.csv"
+    path.write_text("x\n" + "\n".join(["-2", "0", "6", "0", "0", "12", "0", "12", "1", "12"])
+                    + "\n")
+    assert main(["fit", str(path), "-k", "4", "-s", "3", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "keeps no row" in err

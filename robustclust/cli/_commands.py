@@ -150,7 +150,25 @@ def _written(dest, *names):
     return {name: str(dest[name]) if name in dest else None for name in names}
 
 
+def _warn_empty_clusters(summary):
+    """A warning for the clusters a fit left without a row (the summary's table
+    showed a 0 and nothing more: a centre left alone by extreme values, or all
+    of whose rows were flagged)."""
+    sizes = summary.get("cluster_sizes")
+    if summary.get("command") != "fit" or not sizes:
+        return
+    empty = [str(c) for c, size in enumerate(sizes) if size == 0]
+    if not empty:
+        return
+    which = f"cluster {empty[0]} keeps" if len(empty) == 1 else \
+        f"clusters {', '.join(empty)} keep"
+    warnings.warn(f"{which} no row (a centre left alone by values far from the others, or "
+                  "all of whose rows are flagged): check the largest values of the data, or "
+                  "fit fewer clusters", UserWarning, stacklevel=2)
+
+
 def _finish(summary, session, as_json, quiet):
+    _warn_empty_clusters(summary)
     summary["warnings"] = session.warning_messages()
     if as_json:
         click.echo(to_json(summary))

@@ -259,7 +259,7 @@ def _read_parquet(path):
         raise DataError(f"cannot read {path} as Parquet: {first_line(exc)}") from None
     check_fits(path, rows, columns)  # before any page is read
     try:
-        frame = pd.read_parquet(path)
+        frame = pd.read_parquet(path, page_checksum_verification=True)
     except MemoryError:
         raise
     except Exception as exc:  # pyarrow's errors have no common public base

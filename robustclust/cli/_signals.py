@@ -174,16 +174,32 @@ def cleanup_within(seconds):
 
 
 def _watch(read_fd, state):
+    """Drain the wakeup pipe until the command ends (its write end closed); the
+    first signal starts the timer (:func:`_expire`).  The pipe stays open
+    while the command runs: a signal written to a closed pipe made Python
+    print "Exception ignored when trying to write to the signal wakeup fd"."""
+    started = False
     try:
-        data = os.read(read_fd, 64)
-    except OSError:
-        data = b""
+        while True:
+            try:
+                data = os.read(read_fd, 64)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            if not started and not state.finished.is_set():
+                started = True
+                threading.Thread(target=_expire, args=(state, data[0]), daemon=True,
+                                 name="robustclust-signal-timer").start()
     finally:
         os.close(read_fd)
-    if not data or state.finished.is_set():
-        return
-    signum = data[0]
-    # the main thread runs the Python handler when it gets back to Python
+
+
+def _expire(state, signum):
+    """After the first signal: the main thread runs the Python handler when it
+    gets back to Python (within STUCK_S), then has ``cleanup_s`` to finish."""
     if not state.handled.wait(STUCK_S) and not state.finished.is_set():
         _emergency_exit(state, signum)
     if not state.finished.wait(state.cleanup_s):
