@@ -204,3 +204,33 @@ def test_refined_fit_and_predict_give_one_score():
                                d[model.outlier_mask_], rtol=1e-12)
     np.testing.assert_allclose(model.outlier_norms(X), model.outlier_norms_, rtol=1e-12)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_a_refined_model_file_scores_new_rows_as_its_fit(tmp_path):
+    import json
+    import zipfile
+
+    from robustclust import load_model, save_model
+
+    X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
+    model = RobustKMeans(4, n_outliers=80, random_state=0).fit(X)
+    save_model(model, tmp_path / "m.npz")
+    np.testing.assert_allclose(load_model(tmp_path / "m.npz").outlier_norms(X),
+                               model.outlier_norms_, rtol=1e-12)
+    # a file written before the flag was saved: inferred from the two lambdas
+    old = tmp_path / "old.npz"
+    with zipfile.ZipFile(tmp_path / "m.npz") as src, zipfile.ZipFile(old, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.startswith("__robustclust_model__"):
+                import io
+
+                meta = json.loads(np.load(io.BytesIO(data)).item())
+                del meta["estimator"]["attributes"]["_refined"]
+                buf = io.BytesIO()
+                np.save(buf, np.array(json.dumps(meta)))
+                data = buf.getvalue()
+            out.writestr(info, data)
+    loaded = load_model(old)
+    np.testing.assert_array_equal(loaded.predict(X), model.labels_)
+    np.testing.assert_allclose(loaded.outlier_norms(X), model.outlier_norms_, rtol=1e-12)

@@ -278,7 +278,10 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     options = _fit_options({**model_kwargs, "unrefined": unrefined}, graph=graph, lam=lam,
                            save_model=save_model)
     dest = destinations([input], force, output=output, plot=plot, saved_model=save_model)
-    data = read_input(input, columns=columns, drop_missing=drop_missing, raw="output" in dest)
+    # C order (the estimators' own) unless --standardize, whose sums agree with the
+    # library's on a frame pandas read only in pandas' layout (see _data._features)
+    data = read_input(input, columns=columns, drop_missing=drop_missing, raw="output" in dest,
+                      order="F" if options.standardize else "C")
     noun = _noun(data)
     n_rows = check_rows(data, options, noun)
     s = None if outliers is None else outliers.resolve(n_rows, options.n_clusters, noun,
@@ -540,7 +543,8 @@ def path(session, input, n_lambdas, lam_min, lam_max, refine, columns, drop_miss
         raise click.UsageError(f"--lam-min {lam_min:g} must be smaller than --lam-max "
                                f"{lam_max:g}")
     dest = destinations([input], force, output=output, plot=plot)
-    data = read_input(input, columns=columns, drop_missing=drop_missing)
+    data = read_input(input, columns=columns, drop_missing=drop_missing,
+                      order="F" if options.standardize else "C")
     n_rows = check_rows(data, options, _noun(data))
     approximation, note = choose_approximation(options, n_rows, saving=False)
     options = dataclasses.replace(options, approximation=approximation)
