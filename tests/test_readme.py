@@ -66,6 +66,17 @@ def test_readme_dask_session_prints_what_it_shows(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "labels"]
 
 
+#: README lines whose numbers changed meaning, while README.md is being rewritten
+#: elsewhere: shown -> printed now.  Issue 44: a refined model scores new rows by
+#: its fit's definition, the whole distance to the nearest centre (eq. (3)),
+#: not the O-step's ||r|| - lambda_ / 2 (5.5 / 2 less).  Remove once README.md
+#: shows the new lines (nothing is replaced then).
+PENDING_README_LINES = {
+    "3    7.893": "3    10.64",
+    "9,9,-1,True,7.893455988461136": "9,9,-1,True,10.643318805737437",
+}
+
+
 def _run_session(steps, where):
     """Run each command in ``where``; its stdout and stderr must be what the README shows."""
     bin_dir = str(Path(sys.executable).parent)  # python and robustclust of this install
@@ -74,7 +85,7 @@ def _run_session(steps, where):
     for command, expected in steps:
         proc = subprocess.run(["bash", "-c", command], cwd=where, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
-        want = "".join(line + "\n" for line in expected)
+        want = "".join(PENDING_README_LINES.get(line, line) + "\n" for line in expected)
         assert _digits(timing.sub("T s", proc.stdout)) == _digits(timing.sub("T s", want)), \
             command
 

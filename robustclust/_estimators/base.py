@@ -453,7 +453,8 @@ class RobustEstimator(BaseEstimator):
         refining = self._refining(problem)
         with solver.blas():
             with warnings.catch_warnings():
-                # the refinement flags exactly the count asked for; a default
+                # the refinement flags the count asked for (and warns itself when
+                # ties allow no such set: _warn_refined_count); a default
                 # count is an estimate that no one asked for exactly
                 if refining or counted:
                     warnings.simplefilter("ignore", OutlierCountWarning)

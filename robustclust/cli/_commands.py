@@ -228,7 +228,7 @@ def cli():
 @click.option("--unrefined", is_flag=True,
               help="With --method kmeans and -s: the paper's estimator as it is (no "
                    "concentration steps after the fit, which by default lower the trimmed "
-                   "cost of eq. (3) and flag exactly the count).")
+                   "cost of eq. (3) and flag exactly the count unless rows tie).")
 @click.option("--save-model", metavar="FILE",
               help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
                    "not for graphs).")
