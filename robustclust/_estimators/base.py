@@ -624,6 +624,11 @@ class RobustEstimator(BaseEstimator):
         O- and U-steps (E-steps) alternate until they settle, so a point is
         an outlier exactly when the fit's rule gives it a nonzero o.  The
         label is the nearest centre (the most likely component for mixtures).
+        A K-means fit (not weighted) stores this rule applied to its own rows
+        (:func:`settled_state`), so on the training points ``predict``
+        reproduces ``labels_``; the weighted fits and the mixtures can differ
+        there (their per-point iterations can reach another fixed point than
+        the fit's).
 
         Parameters
         ----------

@@ -333,10 +333,16 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     o = the prox of the residual, so a point is flagged iff its distance to
     the nearest centre exceeds lambda_ / 2; for soft or weighted fits the
     O- and U-steps alternate until they settle (weighted: the MM reweighting
-    started from the unweighted solution, as in training).  On training
-    points it can disagree with ``labels_`` where the joint BCD stopped at a
-    coordinate-wise minimum that is not the point's own best (an outlier
-    whose o_n was set against a centre that is not its nearest).
+    started from the unweighted solution, as in training); a refined model
+    flags a point iff that distance exceeds lambda_ / 2 and scores it by the
+    distance itself.  A fit stores this rule applied to its own rows (the
+    joint BCD can stop at a coordinate-wise minimum that is not a point's
+    own best: an outlier whose o_n was set against a centre that is not its
+    nearest; the stored memberships and outliers are then each point's
+    best, at a cost no higher), so ``predict`` on the training points
+    reproduces ``labels_`` and :meth:`outlier_norms` ``outlier_norms_``.
+    Not the weighted fits: the MM reweighting's limit depends on where it
+    starts, and their ``predict`` can differ from ``labels_``.
 
     References
     ----------
