@@ -7,7 +7,9 @@ Regularization", IEEE Trans. Signal Processing, 2012.
 
 The public names are loaded on first use (``robustclust.RobustKMeans``,
 ``from robustclust import RobustKMeans``): ``import robustclust`` alone, and
-the command line's ``--help``, do not import scikit-learn.
+the command line's ``--help``, do not import scikit-learn, and the command
+line can catch an interruption or a lack of memory while NumPy,
+scikit-learn and numba load (see :mod:`robustclust.__main__`).
 """
 
 import importlib

@@ -14,13 +14,119 @@ demo
 reproduce
     Reproduce Section VI of the paper into reports/paper/ (see
     :func:`robustclust._reproduce.run_reproduction`).
+
+:func:`main` imports the command line (NumPy, scikit-learn, numba: about a
+second) under the statuses of its commands: Ctrl-C meanwhile ends the
+program with 130 and "robustclust: error: interrupted", SIGTERM / SIGHUP
+with 128 + N, and running out of memory with 1 and one line, never a
+traceback.  This module and the package's ``__init__`` import nothing heavy
+before that.
 """
 
+import signal
 import sys
 
-from .cli import main
-
 __all__ = ["main"]
+
+def _spawned_worker():
+    """Whether this import runs in a process that multiprocessing's spawn is
+    starting (it imports the parent's main module first, under ``__mp_main__``,
+    while the process object is ``_inheriting``: multiprocessing's own test
+    for "importing main in a child")."""
+    if __name__ == "__mp_main__":
+        return True
+    process = sys.modules.get("multiprocessing.process")
+    return bool(process is not None
+                and getattr(process.current_process(), "_inheriting", False))
+
+
+if _spawned_worker():
+    # a worker process of a command (the local Dask cluster of --workers):
+    # multiprocessing's spawn runs the command's main module in it first.  A
+    # Ctrl-C reaches every process of the terminal's foreground group, and
+    # each worker printed its KeyboardInterrupt traceback (67 lines) before
+    # the command's "interrupted": the command closes its workers, so they
+    # ignore it (Python and asyncio then install no handler of their own).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+_PROG = "robustclust"
+
+
+class _Signalled(BaseException):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise(signum, frame):
+    raise _Signalled(signum)
+
+
+def _import_cli(argv):
+    """The command line's ``main``, imported with SIGINT, SIGTERM and SIGHUP raising
+    (its commands too, unless ``argv`` asks for the group's help or version,
+    which :mod:`robustclust.cli` answers without them)."""
+    names = [name for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {}
+    try:
+        for name in names:
+            previous[name] = signal.signal(getattr(signal, name), _raise)
+        from . import cli
+
+        args = sys.argv[1:] if argv is None else list(argv)
+        if args not in cli._LIGHT:
+            import importlib
+
+            importlib.import_module(".cli._commands", __package__)
+        run = cli.main
+    finally:
+        for name, handler in previous.items():
+            signal.signal(getattr(signal, name), handler)
+    return run
+
+
+def _error(message):
+    sys.stderr.write(f"{_PROG}: error: {message}\n")
+    sys.stderr.flush()
+
+
+def main(argv=None):
+    """Run the ``robustclust`` command line (see :func:`robustclust.cli.main`)."""
+    try:
+        run = _import_cli(argv)
+    except (_Signalled, KeyboardInterrupt) as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        _error("interrupted" if signum == signal.SIGINT
+               else f"terminated by {signal.Signals(signum).name}")
+        return 128 + int(signum)
+    except MemoryError:
+        _error("out of memory while starting (importing NumPy, scikit-learn and numba)")
+        return 1
+    except (ImportError, OSError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        limit = _address_space_limit()
+        if limit is not None:  # a library that could not map itself under ulimit -v
+            _error(f"out of memory while starting: ulimit -v allows {limit >> 20} MB of "
+                   f"address space, too little to load the libraries ({text})")
+        elif any(word in text.lower() for word in ("memory", "failed to map")) \
+                or getattr(exc, "errno", None) == 12:
+            _error(f"out of memory while starting ({text})")
+        else:
+            _error(f"cannot start: {text}")
+        return 1
+    return run(argv)
+
+
+def _address_space_limit():
+    """The ``ulimit -v`` (RLIMIT_AS) of this process in bytes, or None."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, ValueError, OSError):
+        return None
+    return None if soft in (resource.RLIM_INFINITY, -1) else soft
+
 
 if __name__ == "__main__":
     sys.exit(main())

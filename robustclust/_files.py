@@ -34,6 +34,7 @@ import errno
 import os
 import secrets
 import shutil
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -171,6 +172,23 @@ def _remove(path):
         pass
 
 
+#: The StagedFiles of this process that are open (see :func:`discard_all`).
+_LIVE = weakref.WeakSet()
+
+
+def discard_all():
+    """Remove the temporary files of every open :class:`StagedFiles`: the last
+    act of a process that must end at once (a signal whose command cannot
+    unwind, see ``robustclust.cli._signals``)."""
+    for staged in list(_LIVE):
+        # the temporaries only: a destination moved aside while publishing is
+        # the user's until its replacement has its name
+        for tmp in [tmp for tmp, _ in staged._staged] + staged._writing:
+            _remove(tmp)
+        for tmp in [d[0] for d in staged._dirs] + staged._making:
+            _remove_tree(tmp)
+
+
 class StagedFiles:
     """Files written to temporary names first and published together.
 
@@ -198,6 +216,7 @@ class StagedFiles:
     """
 
     def __init__(self, *, replace=False):
+        _LIVE.add(self)
         self.replace = replace
         self._staged = []  # [(temporary path, destination)]
         self._writing = []  # temporary files being written
@@ -210,6 +229,7 @@ class StagedFiles:
 
     def __exit__(self, *exc_info):
         self.discard()
+        _LIVE.discard(self)
         return False
 
     @contextmanager
@@ -228,6 +248,7 @@ class StagedFiles:
         file : file object
         """
         path = Path(path)
+        _check_file_destination(path)
         fd, tmp = self._create(path)
         try:
             with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
@@ -486,6 +507,18 @@ def _link(tmp, path):
         raise _appeared(path) from None
     os.close(fd)
     os.replace(tmp, path)
+
+
+def _check_file_destination(path):
+    """OSError naming ``path`` when no file can be written there: a directory
+    (renaming onto ``.`` said "Device or resource busy"), or a missing folder
+    (the error named the hidden temporary file)."""
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
+    parent = path.parent
+    if not parent.is_dir():
+        why = "no such folder" if not parent.exists() else "not a folder"
+        raise FileNotFoundError(errno.ENOENT, f"{why}: {parent}", str(path))
 
 
 @contextmanager

@@ -192,7 +192,10 @@ def load_model(path):
     if not magic.startswith(b"PK"):
         raise ModelFileError(f"{path} is not a robustclust model file (not a .npz archive)")
     try:
+        _check_members(path)
         archive = np.load(path, allow_pickle=False)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{path} {exc}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
     if not isinstance(archive, NpzFile):  # pragma: no cover - the magic said zip
@@ -204,6 +207,49 @@ def load_model(path):
             raise ModelFileError(f"{path} {exc}") from exc
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, TypeError) as exc:
             raise ModelFileError(f"{path} is corrupted ({_first_line(exc)})") from exc
+        except RecursionError:
+            raise ModelFileError(f"{path} is corrupted (its metadata nest deeper than any "
+                                 "model's)") from None
+
+
+#: A stored array member may be compressed this many times at most (np.savez
+#: stores them uncompressed): a member that would expand further is refused
+#: before it is read.
+MAX_EXPANSION = 100
+
+
+def _check_members(path):
+    """ModelFileError before any array is read when a member of the archive
+    cannot be what it says: an ``.npy`` header that declares more (or less)
+    data than the member holds -- a 6 MB file whose header declared 6.4 GB
+    took 6.4 GB of memory and 40 s before it was found corrupted -- or a
+    member compressed beyond :data:`MAX_EXPANSION` times."""
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            if (info.compress_type != zipfile.ZIP_STORED
+                    and info.file_size > MAX_EXPANSION * max(info.compress_size, 1)):
+                raise ModelFileError(f"is corrupted (member {info.filename} would expand "
+                                     f"{info.file_size} bytes from {info.compress_size})")
+            with archive.open(info) as fh:
+                try:
+                    version = np.lib.format.read_magic(fh)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+                    else:
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+                except (ValueError, EOFError, OSError, SyntaxError) as exc:
+                    raise ModelFileError(f"is corrupted (member {info.filename}: "
+                                         f"{_first_line(exc)})") from None
+                header = fh.tell()
+            if dtype.hasobject:
+                continue  # refused by allow_pickle=False when read
+            declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            held = info.file_size - header
+            if declared != held:
+                raise ModelFileError(f"is corrupted (member {info.filename} declares "
+                                     f"{declared} bytes of data but holds {held})")
 
 
 def _probe(model):

@@ -59,6 +59,10 @@ class RegularizationPath:
         return float(hit.min()), float(hit.max())
 
 
+#: Most lambda values of a grid (the command line's --n-lambdas has the same cap).
+MAX_N_LAMBDAS = 10_000
+
+
 def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
                         sample_weight=None, lambda_min_ratio=1e-3, path_tol=None):
     """Solve along a decreasing lambda grid with warm starts.
@@ -81,6 +85,7 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
         Grid to use (sorted decreasing).  None: ``n_lambdas`` values spaced
         geometrically from lambda_max down to ``lambda_min_ratio * lambda_max``.
     n_lambdas : int, default=100
+        Number of grid values, 1 to 10,000.
     sample_weight : array-like of shape (n_samples,), default=None
     lambda_min_ratio : float, default=1e-3
     path_tol : float, default=None
@@ -107,13 +112,16 @@ def regularization_path(estimator, X, lambdas=None, n_lambdas=100, *,
     path : RegularizationPath
     """
     start = time.perf_counter()
+    if not 0 < lambda_min_ratio < 1:
+        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}.")
+    if lambdas is None and not (isinstance(n_lambdas, (int, np.integer))
+                                and not isinstance(n_lambdas, bool)
+                                and 1 <= n_lambdas <= MAX_N_LAMBDAS):
+        raise ValueError(f"n_lambdas must be a positive integer, at most {MAX_N_LAMBDAS}; "
+                         f"got {n_lambdas!r}.")
     est = clone(estimator).set_params(lam=None, n_outliers=None)
     problem = est.build_problem(X, sample_weight)
     solver = problem.solver
-    if not 0 < lambda_min_ratio < 1:
-        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio!r}.")
-    if lambdas is None and not (isinstance(n_lambdas, (int, np.integer)) and n_lambdas >= 1):
-        raise ValueError(f"n_lambdas must be a positive integer, got {n_lambdas!r}.")
     if lambdas is not None:
         grid = np.asarray(lambdas, dtype=np.float64).ravel()
         if grid.size == 0 or np.any(np.isnan(grid)) or np.any(grid < 0):

@@ -8,6 +8,8 @@ Use with ``kernel="precomputed"``::
     names = list(G.nodes)          # row n of K, and labels_[n], is node names[n]
 """
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import eigh
@@ -93,6 +95,13 @@ def normalized_adjacency_kernel(G, nu=None):
     smallest_nu = -lam_min
     if nu is None:
         nu = smallest_nu + NU_MARGIN
+    elif isinstance(nu, (bool, np.bool_)) or not isinstance(nu, (int, float, np.integer,
+                                                                 np.floating)):
+        raise ValueError(f"nu must be a number, got {nu!r}.")
+    elif not math.isfinite(nu):
+        raise ValueError(f"nu={nu!r} is not a finite number: the kernel would be "
+                         f"{'all NaN' if math.isnan(nu) else 'infinite'}; give nu > "
+                         f"{smallest_nu:.6g} or leave it None.")
     elif nu <= smallest_nu:
         raise ValueError(f"nu={nu!r} leaves the kernel not positive definite: it must be "
                          f"> {smallest_nu:.6g}, minus the smallest eigenvalue of the "

@@ -59,6 +59,18 @@ float32 sums): ``rkm_soft_default_f32``'s three starts reach one partition
 with the clusters numbered differently, at costs equal to float32 rounding
 (1146.901005 against the recorded 1146.901019), and now another of them is
 kept; it is compared with its clusters renumbered as recorded (``PERMUTED``).
+
+The K-means fits that are not weighted were then changed on purpose (issue 44:
+``predict`` on the training rows must reproduce ``labels_`` and the scores of
+the fit): a fit now stores the fitted rule applied to its training rows, the
+memberships and outliers that ``predict`` gives them with the fitted
+parameters held fixed (``settled_state`` in ``robustclust._estimators.base``).
+The BCD had stopped at coordinate-wise minima where some outliers' o_n was
+set against a centre that is not their nearest (30 of the 135 outliers of
+``rkm_hard_lam``), which no single point's problem chooses.  The ``SETTLED``
+fits keep their labels, outlier sets and predictions; their costs are the
+same or lower (1352.67 -> 1298.81 for ``rkm_hard_lam``), and the outlier
+norms, vectors and memberships are those of the per-point problem.
 """
 
 import sys
@@ -85,6 +97,10 @@ COUNT = [n for n in cases.CASES if "count" in n]
 #: centring X since, no longer rounded to float32), so they are compared
 #: with the recorded clusters' numbering.
 PERMUTED = {"rkm_soft_default_f32"}
+#: Fits whose stored state is now the fitted rule on their rows (see above).
+SETTLED = {"rkm_hard_lam", "rkm_hard_random_init", "rkm_soft_lam", "erkm_hard_lam",
+           "rkm_hard_large_lam", "rkm_hard_large_default", "krkm_rbf_hard_lam",
+           "krkm_soft_poly_lam"}
 
 
 @pytest.fixture(autouse=True)
@@ -140,13 +156,28 @@ def renumbered(new, old):
     return out
 
 
-@pytest.mark.parametrize("name", [n for n in cases.ALL if n not in CHANGED and n not in COUNT])
+@pytest.mark.parametrize("name", [n for n in cases.ALL
+                                  if n not in CHANGED | SETTLED and n not in COUNT])
 def test_reproduces_the_recorded_fit(name):
     rtol = 1e-5 if "f32" in name else 1e-9
     new, old = run(name), recorded(name)
     if name in PERMUTED:
         new = renumbered(new, old)
     assert_same(name, new, old, rtol)
+
+
+@pytest.mark.parametrize("name", sorted(SETTLED))
+def test_settled_fits_keep_their_labels_at_the_same_or_a_lower_cost(name):
+    new, old = run(name), recorded(name)
+    for key in ("labels_", "outlier_mask_", "n_outliers_", "predict"):
+        if key in old:
+            np.testing.assert_array_equal(new[key], old[key], err_msg=key)
+    if "objective_" in old:
+        assert float(new["objective_"]) <= float(old["objective_"]) * (1 + 1e-9) + 1e-9
+    rtol = 1e-5 if "f32" in name else 1e-9
+    for key in ("cluster_centers_", "means_", "lambda_", "n_iter_"):
+        if key in old:
+            assert_same(name, {key: new[key]}, {key: old[key]}, rtol)
 
 
 @pytest.mark.parametrize("name", [n for n in COUNT if n != "rpc_diag_count"])

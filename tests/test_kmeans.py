@@ -196,11 +196,12 @@ def test_unreachable_count_warns_and_keeps_closest():
         m = RobustKMeans(2, n_outliers=3, random_state=0, refine=False).fit(X)
     assert m.n_outliers_ in (2, 4)
     assert set(np.flatnonzero(m.outlier_mask_)) <= {40, 41, 42, 43}
-    # the refined fit solves eq. (3) with s = 3: exactly three flagged, no warning
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", OutlierCountWarning)
+    # the refined fit solves eq. (3) with s = 3, which trims one of two equal
+    # rows: ties are never split (2 and 4 are as near 3: the smaller), and it warns
+    with pytest.warns(OutlierCountWarning, match="n_outliers=3 was asked for, but 2 points"):
         r = RobustKMeans(2, n_outliers=3, random_state=0).fit(X)
-    assert r.n_outliers_ == 3 and set(np.flatnonzero(r.outlier_mask_)) <= {40, 41, 42, 43}
+    assert r.n_outliers_ == 2 and set(np.flatnonzero(r.outlier_mask_)) == {42, 43}
+    np.testing.assert_array_equal(r.predict(X), r.labels_)
 
 
 # -- default lambda --------------------------------------------------------------------
@@ -334,8 +335,14 @@ def test_predict_rule_on_new_points():
     near, far = c + 0.5 * thr * away, c + 2.0 * thr * away
     assert np.argmin(np.linalg.norm(far - M, axis=1)) == 0
     np.testing.assert_array_equal(m.predict(np.vstack([near, far])), [0, -1])
-    # o = r (1 - thr / ||r||), so ||o|| = ||r|| - thr = thr
-    np.testing.assert_allclose(m.outlier_norms(np.vstack([near, far])), [0.0, thr])
+    # a refined model's o is the whole residual (eq. (3)), as in its fit
+    np.testing.assert_allclose(m.outlier_norms(np.vstack([near, far])), [0.0, 2.0 * thr])
+    # the paper's estimator: o = r (1 - thr / ||r||), so ||o|| = ||r|| - thr = thr
+    u = RobustKMeans(4, n_outliers=40, random_state=0, refine=False).fit(data.X)
+    c, thr = u.cluster_centers_[0], u.lambda_ / 2
+    away = c - np.delete(u.cluster_centers_, 0, axis=0).mean(axis=0)
+    far = c + 2.0 * thr * away / np.linalg.norm(away)
+    np.testing.assert_allclose(u.outlier_norms(far[None]), [thr])
 
 
 def test_outlier_norms_of_training_points_match_attribute():

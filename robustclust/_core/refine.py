@@ -184,28 +184,142 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fi
     return Refined(centres, labels, trimmed, d2, cost, history, steps)
 
 
-def separating_lambda(sq_distances, trimmed):
-    """A lambda at which the hard group O-step flags exactly ``trimmed``.
+#: Distances below this fraction of the data's extent are not told apart (the
+#: squared distances ||x||^2 - 2 x.m + ||m||^2 carry rounding errors of
+#: eps (||x||^2 + ||m||^2), so a distance is known to about sqrt(eps) ~ 2^-26
+#: of the norms; this leaves a margin of 64).
+RESOLUTION = 2.0**-20
+
+
+def resolution(sq_norms, centres):
+    """The smallest distance the refined rule tells from 0 and from a tie:
+    RESOLUTION times the largest norm of the points and centres."""
+    sq = np.asarray(sq_norms, dtype=np.float64)
+    top = float(sq.max()) if sq.size else 0.0
+    c = np.asarray(centres, dtype=np.float64)
+    top += float((c * c).sum(axis=1).max()) if c.size else 0.0
+    return RESOLUTION * np.sqrt(top)
+
+
+def untied(costs, trimmed, sq_distances, weights, res=0.0):
+    """The points a refined fit flags: the trimmed set with no tie split.
+
+    The one rule of a refined fit for a count that cannot be met honestly.
+    The concentration steps trim the s points of largest (weighted) cost;
+    when the s-th and (s+1)-th largest costs tie -- repeated rows, data with
+    fewer distinct rows than clusters plus s -- which of the tied points are
+    trimmed is an accident of their order.  So the tie is flagged whole or
+    not at all, whichever count is nearer s (the smaller one when both are
+    as near: the count search of the unrefined fits keeps the closest count
+    the same way), and rows that sit on their centre (score 0) are never
+    flagged; the estimator then warns (OutlierCountWarning).  A flagged
+    point always has a positive score, and of two equal rows both or
+    neither are flagged.  Ties are judged to the distances' precision
+    ``res`` (:func:`resolution`).
+    """
+    costs = np.asarray(costs, dtype=np.float64)
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    s = int(np.count_nonzero(trimmed))
+    kept = costs[~trimmed]
+    inner = float(kept.max()) if kept.size else 0.0
+    slack = np.asarray(weights, dtype=np.float64) * res * (2.0 * d + res)
+    beyond = trimmed & (d > res) & (costs > inner + slack)
+    fewer = int(np.count_nonzero(beyond))
+    if fewer == s or not kept.size:
+        return beyond
+    tie = (np.abs(costs - inner) <= slack) & ~beyond
+    if not tie.any() or np.any(d[tie] <= res):  # rows on a centre: never flagged
+        return beyond
+    more = fewer + int(np.count_nonzero(tie))
+    return beyond | tie if more - s < s - fewer else beyond
+
+
+def separating_lambda(sq_distances, flagged, res=0.0):
+    """A lambda at which the hard group O-step flags exactly ``flagged``.
 
     At fixed centres the O-step of eqs. (11)-(12) flags a point iff its
     distance to its nearest centre exceeds lam / 2, so every lam in
     [2 d_(s+1), 2 d_(s)) (d sorted decreasingly) flags exactly the s
     farthest points.  Returns the middle of that interval, d_(s) + d_(s+1);
-    2 d_(1) when s = 0 (nothing flagged); 2 d_(s) when the interval is empty
-    (a tie at the boundary: the tied points are then not flagged by it);
-    0 when every point is flagged.
+    2 (d_(1) + res) when s = 0 (nothing flagged: ``res``, the distances'
+    precision, keeps the farthest point unflagged when its distance is
+    computed again with other rounding, as ``predict`` does); 0 when every
+    point is flagged.  When the interval is empty (sample weights that flag
+    a point nearer than one kept; ties are not flagged, see
+    :func:`untied`), 2 d_(s): the flagged points as near as a kept one are
+    then not flagged by it.
     """
     d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
-    kept, flagged = d[~trimmed], d[trimmed]
+    kept, out = d[~flagged], d[flagged]
     if kept.size == 0:
         return 0.0
     inner = float(kept.max())
-    if flagged.size == 0:
-        return 2.0 * inner
-    outer = float(flagged.min())
+    if out.size == 0:
+        return 2.0 * (inner + res)
+    outer = float(out.min())
     if outer > inner:
         return outer + inner
     return 2.0 * outer
+
+
+def hard_threshold(sq_distances, lam):
+    """Flagged by a refined model at ``lam``: ||x_n - m_{c(n)}|| > lam / 2.
+
+    The group O-step's threshold, so that ``lambda_`` of a refined fit flags
+    its outliers (:func:`separating_lambda`); ``predict`` and
+    ``outlier_norms`` of a refined model apply it to new points.
+    """
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    return d > 0.5 * float(lam)
+
+
+def refined_scores(sq_distances, flagged):
+    """The outlier score of a refined model: ||o_n|| with o_n = x_n - m_{c(n)}
+    on the flagged points (the whole residual: the l0 problem of eqs. (3)-(4)
+    sets o_n so), 0 elsewhere.
+
+    The one definition of the score of a refined (l0) model, for ``fit``
+    (:func:`refine_fit`) and for new points (``predict``, ``outlier_norms``):
+    it is the distance to the nearest centre, not the group O-step's shrunk
+    ||r_n|| - lambda_ / 2, which belongs to the l1 problem of eq. (5) that
+    the refinement leaves.  Positive exactly on the flagged points (a flagged
+    point lies farther than lambda_ / 2 >= 0 from its centre).
+    """
+    d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
+    return np.where(flagged, d, 0.0)
+
+
+def threshold_outliers(sq_distances, labels, flagged, back=None):
+    """The outliers of a refined model in State form: o_n = x_n - m_{c(n)}
+    (shrink 1) on ``flagged``, sized by :func:`refined_scores`.  ``back``
+    brings NumPy arrays to the geometry's namespace (identity by default)."""
+    from .state import Outliers
+
+    back = back or (lambda values: values)
+    d = refined_scores(sq_distances, flagged)
+    labels = np.asarray(labels).astype(np.int64)
+    index = np.flatnonzero(flagged).astype(np.int64)
+    return Outliers(back(index), shrink=back(np.ones(index.size)),
+                    weights=back(labels[index]), sizes=back(d[index]),
+                    euclidean=back(d[index]), shrink_full=back(flagged.astype(np.float64)),
+                    sizes_full=back(d), weights_full=back(labels))
+
+
+def refined_assignment(solver, state, lam):
+    """A state of new points assigned by a refined model (``predict``): the
+    nearest centres of ``state`` and the outliers of :func:`threshold_outliers`
+    at ``lam`` (internal units), the same rule and score as the fit's."""
+    from dataclasses import replace
+
+    g = solver.geometry
+    sq = np.asarray(solver.to_host(solver.label_distances(state)), dtype=np.float64)
+    labels = np.asarray(solver.to_host(state.labels))
+
+    def back(values):
+        return values if solver.xp is np else asarray(values, solver.xp, like=g.sq_norms)
+
+    outliers = threshold_outliers(sq, labels, hard_threshold(sq, lam), back)
+    return replace(state, outliers=outliers)
 
 
 def refine_fit(problem, state, fixed=None):
@@ -229,10 +343,11 @@ def refine_fit(problem, state, fixed=None):
     Returns
     -------
     state : State
-        The refined centres and labels, exactly s outliers with
-        o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the group O-step
-        on the flagged set; eq. (3) sets them so), ``objective`` the l0
-        cost; ``history``, ``n_iter`` and ``converged`` of the unrefined run.
+        The refined centres and labels, the outliers of :func:`untied` (s
+        of them, fewer when ties allow no more: see there) with
+        o_n = x_n - m_{c(n)} (shrink 1: the hard threshold of eq. (4); eq.
+        (3) sets them so), ``objective`` the l0 cost with s trimmed;
+        ``history``, ``n_iter`` and ``converged`` of the unrefined run.
     lam : float
         :func:`separating_lambda` at the refined centres (internal units).
     history : list of float
@@ -256,17 +371,22 @@ def refine_fit(problem, state, fixed=None):
         candidate = refine(space, centres, w, s, fixed=fixed)
         if best is None or candidate.cost < best.cost:
             best = candidate
-    refined = fixed_outlier_state(solver, best, state)
-    return refined, separating_lambda(best.sq_distances, best.trimmed), best.history
+    res = resolution(space.sq_norms, best.centres)
+    # a fixed set is flagged as it is; a trimmed count with no tie split
+    flagged = best.trimmed if fixed is not None else untied(
+        w * best.sq_distances, best.trimmed, best.sq_distances, w, res)
+    refined = fixed_outlier_state(solver, best, state, flagged)
+    return refined, separating_lambda(best.sq_distances, flagged, res), best.history
 
 
-def fixed_outlier_state(solver, best, state=None):
-    """The State of a :class:`Refined` result: its centres and labels, its trimmed
-    points flagged with o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the
-    group O-step on that set; eq. (3) sets them so), ``objective`` its cost;
-    ``history``, ``n_iter`` and ``converged`` of ``state`` (the unrefined run),
-    else of the steps."""
-    from .state import Outliers, State
+def fixed_outlier_state(solver, best, state=None, flagged=None):
+    """The State of a :class:`Refined` result: its centres and labels, the
+    points of ``flagged`` (its trimmed points by default) flagged with
+    o_n = x_n - m_{c(n)} (shrink 1: the lam -> 0 limit of the group O-step
+    on that set; eq. (3) sets them so; :func:`threshold_outliers`),
+    ``objective`` its cost; ``history``, ``n_iter`` and ``converged`` of
+    ``state`` (the unrefined run), else of the steps."""
+    from .state import State
 
     g = solver.geometry
     xp = solver.xp
@@ -274,17 +394,11 @@ def fixed_outlier_state(solver, best, state=None):
     def back(values, dtype=None):
         return values if xp is np else asarray(values, xp, like=g.sq_norms, dtype=dtype)
 
+    flagged = best.trimmed if flagged is None else flagged
     centres = solver.geometry_dtype(back(best.centres))
-    d = np.sqrt(best.sq_distances)
-    index = np.flatnonzero(best.trimmed).astype(np.int64)
+    outliers = threshold_outliers(best.sq_distances, best.labels, flagged, back)
     labels = best.labels.astype(np.int64)
-    shrink_full = best.trimmed.astype(np.float64)
-    sizes_full = np.where(best.trimmed, d, 0.0)
-    outliers = Outliers(back(index), shrink=back(np.ones(index.size)),
-                        weights=back(labels[index]), sizes=back(d[index]),
-                        euclidean=back(d[index]), shrink_full=back(shrink_full),
-                        sizes_full=back(sizes_full), weights_full=back(labels))
-    costs = np.where(best.trimmed, 0.0, best.sq_distances)
+    costs = np.where(flagged, 0.0, best.sq_distances)
     if state is None:
         history, n_iter, converged = list(best.history), best.steps, True
     else:

@@ -110,6 +110,11 @@ def robust_distance_threshold(dists, sample_weight=None):
     return med + stats.norm.isf(DEFAULT_FALSE_ALARM) * 1.4826 * mad
 
 
+#: Relative margin above lambda_max of the lam of a count fit with s = 0.
+ZERO_COUNT_MARGIN = 2.0**-20
+#: lambda_for_count's reading, as a fraction of c_(s), when c_(s+1) = 0 (every
+#: point but s sits on a centre: data with repeated rows).
+ZERO_LOWER_FRACTION = 1e-6
 #: Iterations each start runs before the starts are compared (screening).
 SCREEN_ITERATIONS = 5
 #: The count search's intermediate evaluations stop at this multiple of the
@@ -161,8 +166,14 @@ def lambda_for_count(critical, s, zero_lambda_ok=True):
     c_(s+1) = 0), but at most 2 c_(s+1): each flagged point pulls its centre
     with the force lam / 2 (the Huber step), so lam stays at the scale of the
     kept points' distances; the midpoint of the interval of a point 10^6 away
-    would pull a centre off its cluster.  None when s is 0 or all points (no
-    finite interval) or the two values tie.
+    would pull a centre off its cluster.  When c_(s+1) = 0 (all points but s
+    sit on their centres: repeated rows) the kept points have no scale, and
+    ZERO_LOWER_FRACTION c_(s) is returned, the limit of that rule: half
+    c_(s) there let one point at (100, 100) pull the centre of 30 rows at
+    (1, 1) past the 30 rows at (0, 0), which then took both groups, and the
+    far point kept a cluster of its own (the soft, weighted and mixture fits
+    start their count search at such a reading).  None when s is 0 or all
+    points (no finite interval) or the two values tie.
     """
     n = len(critical)
     if s <= 0 or s > n:
@@ -176,7 +187,9 @@ def lambda_for_count(critical, s, zero_lambda_ok=True):
         return None
     if lower > 0:
         return min(math.sqrt(upper * lower), 2.0 * lower)
-    return 0.5 * upper
+    if s == n:
+        return 0.5 * upper
+    return ZERO_LOWER_FRACTION * upper
 
 
 class CountSearch:
@@ -424,10 +437,24 @@ def screen_kmeans(solver, init, s):
     return _screen_from(solver, km, s, lambda lam: km)
 
 
+def positive_lambda(solver, lam):
+    """``lam``, or 1 where it is 0 and the model takes no lam = 0.
+
+    lam_max is 0 when every residual is 0 (every row on a centre: repeated
+    rows): no lam flags a point there, and lam = 0 is no problem of the
+    mixture (its cost is unbounded below; its O-step, and predict's, would
+    flag rounding errors as outliers), so any positive lam is the answer.
+    """
+    if lam <= 0 and not solver.zero_lambda_ok:
+        return 1.0
+    return lam
+
+
 def _screen_from(solver, start, s, at):
     lam = lambda_for_count(solver.critical_lambdas(start), s, solver.zero_lambda_ok)
     if lam is None:
         lam = solver.lambda_max(start)
+    lam = positive_lambda(solver, lam)
     state = solver.run(at(lam), lam, max_iter=SCREEN_ITERATIONS)
     return solver.trimmed_cost(state, s), lam, state
 
@@ -507,7 +534,9 @@ def select_by_count(solver, inits, s, weighted):
 def _select_by_count(solver, inits, s, weighted):
     if s == 0:
         km = kmeans_solution(solver, inits)
-        lam = lambda_max(solver, km)
+        # just above lambda_max: the point that sets it stays unflagged when its
+        # distance is computed again with other rounding (predict, Dask blocks)
+        lam = positive_lambda(solver, lambda_max(solver, km) * (1.0 + ZERO_COUNT_MARGIN))
         state = solver.run(km, lam, weighted=True) if weighted else km
         return lam, state, lam
     screens = [screen] if solver.model.cold_count_search else [screen, screen_kmeans]

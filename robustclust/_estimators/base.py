@@ -49,6 +49,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -74,6 +75,11 @@ OUTLIER_ATTRIBUTES = ("labels_", "outlier_mask_", "outlier_indices_", "outlier_s
 NOISE_ATTRIBUTES = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
 _dense = lazy_module("robustclust._core._dense")
 
+#: Most initialisations and iterations an estimator takes: larger values are
+#: refused (a fit with n_init=10**9 would run for ever; the command line's
+#: --n-init has the same cap).
+MAX_N_INIT = 10_000
+MAX_ITER = 100_000
 #: Offset digits the mean may cost the points before the median is used.
 _OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
@@ -170,6 +176,9 @@ def check_outlier_params(estimator, n_samples, n_clusters):
             f"lam={lam!r} and n_outliers={n_outliers!r}.")
     if n_outliers is None:
         return None
+    if isinstance(n_outliers, (bool, np.bool_)):
+        raise ValueError(f"n_outliers={n_outliers!r} is a boolean; give a count (an int) or "
+                         "a fraction of the samples (a float in (0, 0.5)).")
     if isinstance(n_outliers, Integral):
         s = int(n_outliers)
         if s >= n_samples:
@@ -181,6 +190,81 @@ def check_outlier_params(estimator, n_samples, n_clusters):
         warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
                       "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=5)
     return s
+
+
+def check_frame_columns(X):
+    """ValueError naming the columns of a DataFrame that hold no numbers.
+
+    NumPy's conversion of a frame with a datetime column fails with a
+    ``DTypePromotionError`` and one of text with "could not convert string
+    to float", neither naming the column; this names each column, its type
+    and (for text) the first value that is not a number.
+    """
+    columns = getattr(X, "columns", None)
+    dtypes = getattr(X, "dtypes", None)
+    if columns is None or dtypes is None or not hasattr(X, "iloc"):
+        return
+    import pandas as pd
+
+    bad = []
+    for position, (name, dtype) in enumerate(zip(columns, dtypes)):
+        if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
+                                                 and not pd.api.types.is_complex_dtype(dtype)):
+            continue
+        if getattr(dtype, "kind", "") in "mM" or isinstance(dtype, pd.PeriodDtype):
+            bad.append(f"{name!r} ({dtype})")
+            continue
+        column = X.iloc[:, position]
+        try:
+            numbers = pd.to_numeric(column, errors="coerce")
+        except (TypeError, ValueError):
+            bad.append(f"{name!r} ({dtype})")
+            continue
+        wrong = numbers.isna().to_numpy() & column.notna().to_numpy()
+        if wrong.any():
+            bad.append(f"{name!r} ({dtype}: {column.iloc[int(np.argmax(wrong))]!r})")
+    if bad:
+        what = "a column that holds" if len(bad) == 1 else f"{len(bad)} columns that hold"
+        raise ValueError(f"X has {what} no numbers: {', '.join(bad[:10])}"
+                         f"{' ...' if len(bad) > 10 else ''}; select the numeric columns, or "
+                         "convert these to numbers, first.")
+
+
+def _warn_refined_count(flagged, target, unrefined):
+    """OutlierCountWarning when a refined fit flags another count than its s.
+
+    The rule of :func:`robustclust._core.refine.untied`: rows that tie at the
+    boundary of the s trimmed points are flagged all or none, whichever count
+    is nearer s, and rows on a centre never.
+    """
+    s = target if target is not None else unrefined
+    if flagged == s:
+        return
+    warnings.warn(
+        f"n_outliers={s} was asked for, but {flagged} points are flagged: the row at the "
+        f"boundary of the {s} farthest ties with {'kept' if flagged < s else 'flagged'} rows "
+        "(repeated rows, rows on a centre, as when there are fewer distinct rows than "
+        "clusters plus outliers), and tied rows are flagged all or none, whichever count "
+        f"is nearer {s}.", OutlierCountWarning, stacklevel=6)
+
+
+def warn_empty_clusters(estimator, labels, n_clusters):
+    """ConvergenceWarning naming the clusters of a K-means fit that keep no row.
+
+    Repeated rows (fewer distinct rows than clusters plus outliers) or far
+    values (a damaged file) can leave a cluster whose centre no kept row is
+    nearest; its centre is then not a mean of anything.
+    """
+    labels = np.asarray(labels)
+    sizes = np.bincount(labels[labels >= 0], minlength=n_clusters)
+    empty = np.flatnonzero(sizes == 0)
+    if empty.size:
+        which = ", ".join(str(int(c)) for c in empty)
+        warnings.warn(
+            f"{type(estimator).__name__}: {empty.size} of the {n_clusters} clusters keeps no "
+            f"row (cluster {which}): the data have fewer distinct rows than clusters plus "
+            "outliers, or rows far from the others; fit fewer clusters, or look at the "
+            "data.", ConvergenceWarning, stacklevel=6)
 
 
 def internal_units(X, offset=None, scale=None, norms=False):
@@ -341,6 +425,10 @@ class RobustEstimator(BaseEstimator):
     #: Parameter names of the earlier release that the class still accepts
     #: (translated by :mod:`._params`, with a FutureWarning).
     _renamed_params: tuple = ()
+    #: Whether a fit stores the fitted rule on its rows (:func:`settled_state`);
+    #: off for the robust K-means fits that start a mixture, which take the
+    #: flags of the BCD's own solution.
+    _settle = True
 
     @property
     def _n_clusters(self):
@@ -510,11 +598,14 @@ class RobustEstimator(BaseEstimator):
                                             dtype=np.float64)
             self.outlier_rule_ = "noise"
             self._flags_noise_points = True
+            self._refined = True  # the l0 model of eq. (3) with the noise set trimmed
+            warn_empty_clusters(self, self.labels_, self._n_clusters)
             return self
         self._flags_noise_points = False
         with solver.blas():
             with warnings.catch_warnings():
-                # the refinement flags exactly the count asked for; a default
+                # the refinement flags the count asked for (and warns itself when
+                # ties allow no such set: _warn_refined_count); a default
                 # count is an estimate that no one asked for exactly
                 if refining or counted:
                     warnings.simplefilter("ignore", OutlierCountWarning)
@@ -523,10 +614,27 @@ class RobustEstimator(BaseEstimator):
                     weighted=self._log_penalty, lambda_unit=problem.lambda_unit,
                     compare_trimmed=self._named_start == "robust")
             refined = refine_fit(problem, state) if refining else None
+            if refined is None and self._settle and not (self._log_penalty
+                                                         or solver.model.mixture):
+                settled = settled_state(solver, state, lam)
+                if (problem.target is not None and not counted
+                        and state.n_outliers == problem.target != settled.n_outliers):
+                    warnings.warn(
+                        f"n_outliers={problem.target} was asked for; the fit flagged that "
+                        f"many, but {settled.n_outliers} points are flagged by its rule "
+                        f"(lambda_={problem.user_lambda(lam):.6g}) with its parameters "
+                        "held fixed, and those are kept.", OutlierCountWarning,
+                        stacklevel=4)
+            else:
+                settled = state
         if refined is None:  # a refined fit stores the refined state only
-            self._store(problem, state, lam, lam_unweighted)
-        if hasattr(self, "refine"):
+            self._store(problem, settled, lam, lam_unweighted)
+        if hasattr(self, "refine"):  # eq. (3) at the centres: the fit's state has its costs
             self._store_refined(problem, state, lam, refined)
+        if refined is not None and not counted:
+            _warn_refined_count(refined[0].n_outliers, problem.target, state.n_outliers)
+        if not solver.model.mixture:
+            warn_empty_clusters(self, self.labels_, self._n_clusters)
         self.outlier_rule_ = ("n_outliers" if self.n_outliers is not None
                               else "lam" if self._lam_value is not None
                               else "noise" if counted else self._default_rule_name)
@@ -603,6 +711,7 @@ class RobustEstimator(BaseEstimator):
         unrefined state is then never stored)."""
         solver = problem.solver
         if refined is None:
+            self._refined = False
             self.unrefined_lambda_ = self.lambda_
             s = problem.target if problem.target is not None else self.n_outliers_
             self.trimmed_cost_ = problem.user_objective(solver.trimmed_cost(state, s))
@@ -610,6 +719,7 @@ class RobustEstimator(BaseEstimator):
             return
         new_state, lam_refined, history = refined
         self._store(problem, new_state, lam_refined, lam_refined)
+        self._refined = True
         self.unrefined_lambda_ = problem.user_lambda(lam)
         self.trimmed_cost_ = self.objective_
         self.refine_history_ = np.array([problem.user_objective(v)
@@ -693,6 +803,11 @@ class RobustEstimator(BaseEstimator):
         O- and U-steps (E-steps) alternate until they settle, so a point is
         an outlier exactly when the fit's rule gives it a nonzero o.  The
         label is the nearest centre (the most likely component for mixtures).
+        A K-means fit (not weighted) stores this rule applied to its own rows
+        (:func:`settled_state`), so on the training points ``predict``
+        reproduces ``labels_``; the weighted fits and the mixtures can differ
+        there (their per-point iterations can reach another fixed point than
+        the fit's).
 
         Parameters
         ----------
@@ -865,6 +980,7 @@ class NoiseDefaultMixin:
         before its input is validated)."""
         self._noise_model = None
         self._noise_points = None
+        self._flags_noise_points = False  # (how new points are flagged)
         for name in self._noise_attributes:
             if not existing_only or hasattr(self, name):
                 setattr(self, name, None)
@@ -997,3 +1113,28 @@ def state_from(centers, weights=None, covariance=None):
     """A state holding only fitted parameters: the start of ``assign``."""
     return State(centers, None, None, None, None, None, 0.0, weights=weights,
                  covariance=covariance)
+
+
+def settled_state(solver, state, lam):
+    """The fitted rule applied to the training points: what ``predict`` gives them.
+
+    The O- and U-steps (E-steps) with the fitted parameters of ``state`` held
+    fixed, from O = 0, until they settle (``Solver.assign``, the computation
+    of ``predict``), so that ``predict`` on the training rows reproduces
+    ``labels_`` and the outlier scores.  Block coordinate descent can stop
+    where a point's o_n was set against a centre that is not its nearest
+    (its U-step then keeps that centre, as o_n points towards it); the
+    point's own problem, which this solves, never chooses so, and its cost
+    is lower: the settled state's cost is at most the state's.  The
+    parameters are not moved again.  For the K-means models only (linear
+    and kernel, hard and soft), not weighted: the weighted (log-penalty)
+    fits' per-point MM limit depends on where it starts, and a fit's path
+    does not start where ``predict`` does; the mixtures' E- and O-steps
+    alternated from O = 0 can reach another fixed point than EM's, with
+    another count (a count fit of 42 came out at 41), and their ``predict``
+    gives labels only, which agree (an outlier is -1 whichever component its
+    o_n points to).
+    """
+    start = state_from(state.centers, state.weights, state.covariance)
+    settled = solver.assign(start, [(lam, False)])
+    return settled.finished(list(state.history), state.n_iter, state.converged)

@@ -280,7 +280,65 @@ def fit_dask(estimator, X, sample_weight=None):
                                             weighted=estimator._log_penalty, lambda_unit=scale)
     _store(estimator, solver, state, lam, lam_unweighted, offset, scale)
     estimator._dask_solver_passes = solver.passes
+    if not estimator._log_penalty and estimator._settle:
+        _settle(estimator, solver, X, w)
     return estimator
+
+
+def _settle(estimator, solver, X, w):
+    """The fitted rule on the training blocks, as a fit in memory stores it
+    (``base.settled_state``): what ``predict`` gives each block, so that it
+    reproduces ``labels_`` and the scores (the BCD's own state had outliers
+    whose o_n pointed at a centre that is not their nearest).  One pass over
+    the data for the flags, scores, outlier rows and the cost; the per-point
+    attributes stay lazy."""
+    import dask
+
+    twin = _numpy_twin(estimator)
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+    parts = [dask.delayed(_settle_block)(xb, wb, twin, int(start))
+             for xb, wb, start in zip(X.to_delayed()[:, 0], w.to_delayed(), starts)]
+    results = dask.compute(*parts)
+    dtype = np.dtype(solver.dtype)
+    index = np.concatenate([r[0] for r in results]).astype(np.int64)
+    norms = np.concatenate([r[1] for r in results]).astype(dtype)
+    rows = [r[2] for r in results if len(r[2])]
+    estimator.outlier_indices_ = index
+    estimator.n_outliers_ = int(index.shape[0])
+    estimator.outlier_rows_ = (np.vstack(rows) if rows else
+                               np.zeros((0, X.shape[1]))).astype(dtype)
+    estimator.objective_ = float(sum(r[3] for r in results))
+    estimator.labels_ = X.map_blocks(_apply, twin, "predict", dtype=np.intp, drop_axis=1)
+    estimator.memberships_ = X.map_blocks(_memberships_block, twin, dtype=dtype,
+                                          chunks=(X.chunks[0], (estimator.n_clusters,)))
+    _lazy_outlier_arrays(estimator, solver, index, {"outlier_mask_": None,
+                                                    "outlier_norms_": norms})
+
+
+def _settle_block(X, w, twin, start):
+    """(flagged rows + start, their scores, their outlier vectors, the block's cost)."""
+    X = np.asarray(X)
+    solver, state = twin._assign(X)
+    labels = twin._labels_of(state)
+    flagged = np.flatnonzero(labels == -1)
+    norms = np.asarray(twin._outlier_norms_of(solver, state))[flagged]
+    o = state.outliers
+    if o.count:
+        rows = np.asarray(solver.geometry.outlier_rows(o, state.centers)) * twin._scale
+    else:
+        rows = np.zeros((0, X.shape[1]))
+    costs = np.asarray(state.point_costs, dtype=np.float64)
+    cost = float(np.dot(np.asarray(w, dtype=np.float64), costs)) * twin._scale ** 2
+    return flagged + start, norms, rows, cost
+
+
+def _memberships_block(X, twin):
+    _, state = twin._assign(np.asarray(X))
+    if state.memberships is not None:
+        return np.asarray(state.memberships)
+    U = np.zeros((X.shape[0], twin.n_clusters))
+    U[np.arange(X.shape[0]), np.asarray(state.labels)] = 1.0
+    return U
 
 
 def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):

@@ -37,7 +37,14 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
 from .._core.starts import KernelSpace, robust_start, trim_count
-from .base import NOISE_ATTRIBUTES, RobustEstimator, internal_units, state_from
+from .base import (
+    MAX_N_INIT,
+    NOISE_ATTRIBUTES,
+    RobustEstimator,
+    check_frame_columns,
+    internal_units,
+    state_from,
+)
 from .kernels import (
     EXPLICIT_FEATURES,
     SKLEARN_NAMES,
@@ -59,7 +66,7 @@ KERNEL_CONSTRAINTS = {
     "kernel_params": [dict, None],
     "lam": [Interval(Real, 0, None, closed="both"), None],
     "penalty": [StrOptions({"group", "log"})],
-    "n_init": [Interval(Integral, 1, None, closed="left")],
+    "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
     "n_landmarks": [Interval(Integral, 1, None, closed="left"), None],
 }
 #: The keys of ``kernel_params``: their rules and defaults.
@@ -134,7 +141,9 @@ class _KernelEstimator(RobustEstimator):
                     "predict needs the kernel of every new point with itself as well as "
                     "with the training points, which kernel='precomputed' does not give; "
                     "use labels_ for the training points or a kernel function.")
+            check_frame_columns(X)
             return check_array(X, dtype=np.float64, input_name="K")
+        check_frame_columns(X)
         return validate_data(self, X, reset=reset, dtype=np.float64, accept_sparse="csr")
 
     def _kernel_args(self, X):

@@ -23,7 +23,7 @@ from .._core.backend import asarray, namespace, to_numpy
 from .._core.geometry import LinearGeometry
 from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
-from .._core.refine import Refined, fixed_outlier_state
+from .._core.refine import Refined, fixed_outlier_state, refined_assignment
 from .._core.solver import Solver
 from .._core.starts import (
     AUTO_KEEP,
@@ -34,7 +34,15 @@ from .._core.starts import (
     trim_count,
 )
 from ._params import PENALTIES
-from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
+from .base import (
+    MAX_ITER,
+    MAX_N_INIT,
+    NoiseDefaultMixin,
+    RobustEstimator,
+    check_frame_columns,
+    internal_units,
+    state_from,
+)
 from .dask_fit import is_dask, predict_dask, score_dask
 
 
@@ -65,8 +73,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         chosen to flag it.  ``"chi2"``: lambda from a chi^2 tail of the
         distances to the nearest centre (see Notes, "Default lambda").
     n_outliers : int or float, default=None
-        Target number of outliers s.  An int is a count (0 <= s < N); a float
-        in (0, 0.5) is a fraction of N (the ``contamination`` convention),
+        Target number of outliers s.  An int is a count (0 <= s < N; not a
+        boolean); a float in (0, 0.5) is a fraction of N (the
+        ``contamination`` convention),
         rounded to the nearest count.  lambda is then chosen along a
         decreasing, warm-started grid and refined by bisection so that exactly
         s points are flagged where the path allows (see Notes).
@@ -116,7 +125,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         collapse all centres onto the grand mean).  An array: the initial
         centres (then ``n_init`` is 1).
     n_init : "auto" or int, default="auto"
-        Number of initialisations; the best run is kept, judged by the cost
+        Number of initialisations (at most 10,000); the best run is kept, judged by the cost
         of eq. (6) (its log-penalty version with a log penalty), or, when
         ``n_outliers`` is given, by the l0-constrained cost of eq. (3)
         (after refinement when ``refine`` is on).  ``"auto"``: with
@@ -142,7 +151,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ``False`` keeps the unrefined estimator of the paper.  The name
         follows "refinement" steps in tclust / trimmed k-means terminology.
     max_iter : int, default=300
-        Maximum number of BCD iterations of one run.
+        Maximum number of BCD iterations of one run (at most 100,000).
     tol : float, default=1e-6
         epsilon_s of the paper's stopping rule
         ||M_t - M_{t-1}||_F <= tol ||M_t||_F; the outlier matrix must settle
@@ -163,10 +172,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     outlier_mask_ : ndarray of shape (n_samples,), dtype bool
         True where o_n != 0.
     outlier_norms_ : ndarray of shape (n_samples,)
-        ||o_n||_2, the outlier score (0 for inliers).  After refinement,
-        o_n = x_n - m_{c(n)}: the whole distance to the nearest centre, where
-        :meth:`outlier_norms` of the same points gives the O-step's shrunk
-        ||r_n|| - lambda_ / 2.
+        ||o_n||_2, the outlier score (positive exactly for the points labelled
+        -1).  After refinement, o_n = x_n - m_{c(n)} (eq. (3)): the whole
+        distance to the nearest centre, which :meth:`outlier_norms` of a
+        refined model gives new points too; the paper's estimator (not
+        refined) gives the O-step's shrunk ||r_n|| - lambda_ / 2.
     outlier_scores_ : ndarray of shape (n_samples,)
         The outlier score the fit thresholds: ``outlier_norms_`` (the same
         array; the mixtures' is the Mahalanobis size).
@@ -304,15 +314,32 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     until the labels and the kept set repeat; no step increases the l0
     cost, so the refined cost is at most the unrefined fit's.  The candidate
     of smallest l0 cost is returned: its centres (a fixed point: the means
-    of their kept points), exactly s flagged points with
-    o_n = x_n - m_{c(n)} (the lambda -> 0 limit of the group O-step of
-    eqs. (11)-(12) on the flagged set, the minimizer of eq. (3) for that
-    set), and ``objective_`` the l0 cost.  ``lambda_`` becomes
-    d_(s) + d_(s+1) (d the distances to the nearest centre, decreasing):
-    every lambda in [2 d_(s+1), 2 d_(s)) flags exactly the refined set at
-    the refined centres; on a tie at the boundary (or with sample weights
-    that reorder the farthest points) no lambda does, and ``lambda_`` is
-    then 2 d_(s).  Not done for Dask input.
+    of their kept points), s flagged points with o_n = x_n - m_{c(n)} (the
+    minimizer of eq. (3) for that set: the score ``outlier_norms_`` is the
+    whole distance to the nearest centre), and ``objective_`` the l0 cost.
+    ``lambda_`` becomes d_(s) + d_(s+1) (d the distances to the nearest
+    centre, decreasing): every lambda in [2 d_(s+1), 2 d_(s)) flags exactly
+    the refined set at the refined centres (with sample weights that
+    reorder the farthest points no lambda does, and ``lambda_`` is then
+    2 d_(s)).  A refined model labels and scores new points by the same
+    rule (:meth:`predict`, :meth:`outlier_norms`): flagged iff the distance
+    to the nearest centre exceeds ``lambda_`` / 2, scored by that distance,
+    so that on the training points it reproduces ``labels_`` and
+    ``outlier_norms_``.  Not done for Dask input.
+
+    **A count that cannot be met honestly.**  When the s-th and (s+1)-th
+    largest (weighted) costs of the refined fit tie -- repeated rows, rows
+    sitting on a centre, data with fewer distinct rows than ``n_clusters``
+    + s -- which of the tied points the concentration steps trim is an
+    accident of their order.  The rule: a tie is flagged whole or not at
+    all, whichever count is nearer s (the smaller on equal distance), and a
+    row on its centre (score 0) never; the count then differs from s and an
+    :class:`OutlierCountWarning` says so.  A flagged point always has a
+    positive score, and of two equal rows both or neither are flagged.  The
+    unrefined fits follow the same rule by their construction (a lambda
+    flags a point iff its residual exceeds lambda / 2, so equal rows share
+    their flag and rows on a centre are never flagged; the count search
+    keeps the closest count and warns).
 
     **Empty clusters** (q = 1) are reseeded, as in scikit-learn, at the inliers
     that fit worst; a centre without members does not enter the cost, so
@@ -322,12 +349,18 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     **predict** runs the training iteration for each new point on its own,
     with the fitted centres held fixed: for hard RKM the nearest centre and
     o = the prox of the residual, so a point is flagged iff its distance to
-    the nearest centre exceeds lambda_ / 2; for soft fits and log penalties
-    the O- and U-steps alternate until they settle (log: the MM reweighting
-    started from the unweighted solution, as in training).  On training
-    points it can disagree with ``labels_`` where the joint BCD stopped at a
-    coordinate-wise minimum that is not the point's own best (an outlier
-    whose o_n was set against a centre that is not its nearest).
+    the nearest centre exceeds lambda_ / 2; for soft fits and log penalties the
+    O- and U-steps alternate until they settle (log: the MM reweighting
+    started from the unweighted solution, as in training); a refined model
+    flags a point iff that distance exceeds lambda_ / 2 and scores it by the
+    distance itself.  A fit stores this rule applied to its own rows (the
+    joint BCD can stop at a coordinate-wise minimum that is not a point's
+    own best: an outlier whose o_n was set against a centre that is not its
+    nearest; the stored memberships and outliers are then each point's
+    best, at a cost no higher), so ``predict`` on the training points
+    reproduces ``labels_`` and :meth:`outlier_norms` ``outlier_norms_``.
+    Not the fits with a log penalty: the MM reweighting's limit depends on where it
+    starts, and their ``predict`` can differ from ``labels_``.
 
     References
     ----------
@@ -357,9 +390,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "penalty": [StrOptions(set(PENALTIES))],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions({"robust", "k-means++", "k-means||", "random"}), "array-like"],
-        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "refine": [StrOptions({"auto"}), "boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -386,7 +419,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self._take_renamed(renamed)
 
     _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "_flags_noise_points",
+                             "_refined",
                              *NoiseDefaultMixin._noise_state_names)
+    #: Whether the fit was refined: new points then get the refined model's
+    #: rule and score (:func:`~robustclust._core.refine.refined_scores`).
+    _refined = False
     _fitted_state_names = (
         "cluster_centers_", "lambda_", "unweighted_lambda_", "eps_", "n_outliers_",
         "objective_", "n_iter_", "n_features_in_", "_offset", "_scale", "_n_features_out",
@@ -501,6 +538,14 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         centers = asarray(centers, g.xp, like=g.sq_norms, dtype=g.dtype)
         return solver, state_from(centers)
 
+    @classmethod
+    def from_fitted_state(cls, params, state):
+        if "_refined" not in state and "lambda_" in state and "unrefined_lambda_" in state:
+            # a file written before the flag was saved: only a refined fit
+            # stores a lambda_ other than the unrefined one
+            state = {**state, "_refined": bool(state["lambda_"] != state["unrefined_lambda_"])}
+        return super().from_fitted_state(params, state)
+
     # -- fit ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
@@ -523,11 +568,16 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     # -- new points ------------------------------------------------------------------------
     def _assign(self, X):
-        """The fitted rule on new points; a fit that flagged the default count's noise
-        points flags the new points its noise model calls noise (probability above
-        0.5), each labelled by its nearest centre."""
+        """The fitted rule on new points: a refined model flags a point farther
+        than lambda_ / 2 from its nearest centre and scores it by that distance
+        (as its fit); a fit that flagged the default count's noise points flags
+        the new points its noise model calls noise (probability above 0.5),
+        each labelled by its nearest centre."""
         if not getattr(self, "_flags_noise_points", False):
-            return super()._assign(X)
+            solver, state = super()._assign(X)
+            if self._refined:  # the refined model's rule and score, as in fit
+                state = refined_assignment(solver, state, self.lambda_ / self._lambda_unit)
+            return solver, state
         if getattr(self, "_noise_model", None) is None:
             raise ValueError("this model flags the points its noise model calls noise, and "
                              "its noise model is missing: fit it again.")
@@ -548,7 +598,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         """Outlier score ||o||_2 that new points would receive (0 for inliers).
 
         The same per-point problem as :meth:`predict`; the score grows with
-        the distance to the nearest centre beyond the threshold lambda_ / 2.
+        the distance to the nearest centre beyond the threshold lambda_ / 2:
+        ||r|| - lambda_ / 2 (the group O-step of eq. (11)), or for a refined
+        model the whole distance ||r|| (the o_n of eq. (3) that its fit
+        stores in ``outlier_norms_``).
 
         Parameters
         ----------
@@ -625,6 +678,7 @@ def validate_linear_input(estimator, X, sample_weight, reset):
     xp, is_numpy = namespace(X) if hasattr(X, "shape") and not hasattr(X, "iloc") \
         else (np, True)
     dtype = [np.float64, np.float32] if is_numpy else [xp.float64, xp.float32]
+    check_frame_columns(X)
     X = validate_data(estimator, X, reset=reset, accept_sparse="csr", dtype=dtype, order="C",
                       accept_large_sparse=False)
     if sample_weight is not None or reset:

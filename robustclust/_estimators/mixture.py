@@ -23,7 +23,14 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
 from .._core.starts import kmeans_parallel_in_memory, trim_count
-from .base import NoiseDefaultMixin, RobustEstimator, internal_units, state_from
+from .base import (
+    MAX_ITER,
+    MAX_N_INIT,
+    NoiseDefaultMixin,
+    RobustEstimator,
+    internal_units,
+    state_from,
+)
 from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
@@ -221,13 +228,14 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "tied_diag" (default: the scatter of the closest half of the
         points, every component starting from it).
     n_init : "auto" or int, default="auto"
-        Initialisations; the best run is kept (cost of eq. (8), or, with
+        Initialisations (at most 10,000); the best run is kept (cost of eq. (8), or, with
         ``n_outliers``, the negative log-likelihood of all but the s least
         likely points).  ``"auto"``: one, from the :class:`RobustKMeans`
         fit with ``n_init="auto"`` (its best two of ten screened robust
         starts), as scikit-learn's GaussianMixture runs one; an int runs
         that many robust K-means fits of one start each.
     max_iter : int, default=300
+        Most EM iterations of one run (at most 100,000).
     tol : float, default=1e-4
         Stop when an EM iteration lowers the cost of eq. (8) (negative
         log-likelihood plus penalty) by at most ``tol`` per unit of sample
@@ -412,8 +420,8 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "penalty": [StrOptions({"group", "log"})],
         "eps": [Interval(Real, 0, None, closed="neither"), None],
         "init": [StrOptions(set(MIXTURE_STARTS)), "array-like", dict],
-        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, MAX_N_INIT, closed="both")],
+        "max_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
         "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), None],
@@ -566,12 +574,12 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
             # an unreachable count only shifts the start a little
             warnings.simplefilter("ignore", OutlierCountWarning)
             seeding = "robust" if self._start == "robust" else "k-means++"
-            rkm = (KMeansStarts(X) if fits is None else fits).fit(
-                RobustKMeans(C, init=seeding, n_init="auto" if self.n_init == "auto" else 1,
-                             refine=False,
-                             random_state=rng.randint(np.iinfo(np.int32).max),
-                             **({"lam": "chi2"} if n_outliers is None
-                                else {"n_outliers": n_outliers})))
+            start = RobustKMeans(C, init=seeding, n_init="auto" if self.n_init == "auto" else 1,
+                                 refine=False, random_state=rng.randint(np.iinfo(np.int32).max),
+                                 **({"lam": "chi2"} if n_outliers is None
+                                    else {"n_outliers": n_outliers}))
+            start._settle = False  # the start's own BCD flags (base.settled_state)
+            rkm = (KMeansStarts(X) if fits is None else fits).fit(start)
         return rkm.cluster_centers_.copy(), rkm.outlier_mask_.copy()
 
     def _store_model(self, problem, state):

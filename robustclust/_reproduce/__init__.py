@@ -26,9 +26,11 @@ report file edited since) unless ``force=True``, so that it never replaces
 what it did not write.
 """
 
+import errno
 import hashlib
 import importlib
 import json
+import os
 import platform
 import sys
 import time
@@ -191,6 +193,8 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
     out_dir = Path(out_dir)
     check_out_dir(out_dir, force=force)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "the folder is not writable", str(out_dir))
     if download:
         _prefetch(experiments, data_home, stream)
     sections = []

@@ -138,6 +138,11 @@ def save_figure(fig, out_dir, name):
     with atomic_write(Path(out_dir) / name, "wb") as handle:
         fig.savefig(handle, format="png", dpi=110, bbox_inches="tight",
                     metadata={"Software": None})
+    # in the folder's manifest at once: a run interrupted later (Ctrl-C) leaves
+    # figures that its rerun takes for its own, where it refused the folder
+    from . import _record
+
+    _record(Path(out_dir), [name])
     return name
 
 

@@ -18,10 +18,8 @@ import functools
 import os
 import signal
 import sys
-import threading
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -30,6 +28,7 @@ import numpy as np
 from .. import __version__
 from ._dask_run import MAX_WORKERS
 from ._data import GRAPH_KINDS, input_kind, read_input
+from . import _signals
 from ._errors import DataError, count, one_line, rows_phrase
 from ._models import (
     build_estimator,
@@ -49,6 +48,7 @@ from ._options import (
     MAX_N_LAMBDAS,
     Lambda,
     OutlierCount,
+    PositiveLambda,
     data_options,
     model_options,
     model_options_from,
@@ -57,6 +57,7 @@ from ._options import (
 from ._run import (
     TABLE_OUTPUTS,
     check_fit,
+    check_fit_memory,
     check_rows,
     check_standardizable,
     choose_approximation,
@@ -69,6 +70,7 @@ from ._run import (
     with_results,
     write_outputs,
 )
+from ._signals import Terminated
 from ._summary import cluster_sizes, format_summary, to_json, top_outliers
 
 PROG = "robustclust"
@@ -87,41 +89,18 @@ class _Session:
         return list(dict.fromkeys(str(w.message) for w in self.caught))
 
 
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived: unwinds the command (temporary files are removed)."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated(signum)
-
-
-@contextmanager
-def _signals_raise():
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {name: signal.signal(getattr(signal, name), _raise_terminated) for name in names}
-    try:
-        yield
-    finally:
-        for name, handler in previous.items():
-            signal.signal(getattr(signal, name), handler)
-
-
 def _guarded(command):
-    """Keep an EOFError from reaching click, which would report it as an interruption."""
+    """Keep an EOFError from reaching click, which would report it as an
+    interruption, and a KeyboardInterrupt too, which click would precede with
+    an empty line on stderr (the interruption is reported by :func:`main`)."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except EOFError as exc:
             raise RuntimeError(f"unexpected end of data ({one_line(exc)})") from None
+        except KeyboardInterrupt:
+            raise Terminated(signal.SIGINT) from None
     return wrapper
 
 
@@ -155,10 +134,10 @@ def _summary_head(command, data, model, notes=()):
         "n_clusters": n_clusters(model),
         "input": str(data.path),
         "graph": graph,
-        "n_rows": len(data.frame),
+        "n_rows": data.n_rows,
         "n_edges": data.graph.number_of_edges() if graph else None,
         "n_rows_used": int(data.used.sum()),
-        "n_input_columns": None if graph else len(data.frame.columns),
+        "n_input_columns": None if graph else data.n_columns,
         "columns": [str(c) for c in data.columns],
         "skipped_columns": {str(k): v for k, v in (data.skipped or {}).items()},
         "dropped_rows": data.dropped,
@@ -171,7 +150,25 @@ def _written(dest, *names):
     return {name: str(dest[name]) if name in dest else None for name in names}
 
 
+def _warn_empty_clusters(summary):
+    """A warning for the clusters a fit left without a row (the summary's table
+    showed a 0 and nothing more: a centre left alone by extreme values, or all
+    of whose rows were flagged)."""
+    sizes = summary.get("cluster_sizes")
+    if summary.get("command") != "fit" or not sizes:
+        return
+    empty = [str(c) for c, size in enumerate(sizes) if size == 0]
+    if not empty:
+        return
+    which = f"cluster {empty[0]} keeps" if len(empty) == 1 else \
+        f"clusters {', '.join(empty)} keep"
+    warnings.warn(f"{which} no row (a centre left alone by values far from the others, or "
+                  "all of whose rows are flagged): check the largest values of the data, or "
+                  "fit fewer clusters", UserWarning, stacklevel=2)
+
+
 def _finish(summary, session, as_json, quiet):
+    _warn_empty_clusters(summary)
     summary["warnings"] = session.warning_messages()
     if as_json:
         click.echo(to_json(summary))
@@ -231,7 +228,7 @@ def cli():
 @click.option("--unrefined", is_flag=True,
               help="With --method kmeans and -s: the paper's estimator as it is (no "
                    "concentration steps after the fit, which by default lower the trimmed "
-                   "cost of eq. (3) and flag exactly the count).")
+                   "cost of eq. (3) and flag exactly the count unless rows tie).")
 @click.option("--save-model", metavar="FILE",
               help="Save the fitted model for 'robustclust predict' (a .npz file, no pickle; "
                    "not for graphs).")
@@ -281,7 +278,10 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     options = _fit_options({**model_kwargs, "unrefined": unrefined}, graph=graph, lam=lam,
                            save_model=save_model)
     dest = destinations([input], force, output=output, plot=plot, saved_model=save_model)
-    data = read_input(input, columns=columns, drop_missing=drop_missing, raw="output" in dest)
+    # C order (the estimators' own) unless --standardize, whose sums agree with the
+    # library's on a frame pandas read only in pandas' layout (see _data._features)
+    data = read_input(input, columns=columns, drop_missing=drop_missing, raw="output" in dest,
+                      order="F" if options.standardize else "C")
     noun = _noun(data)
     n_rows = check_rows(data, options, noun)
     s = None if outliers is None else outliers.resolve(n_rows, options.n_clusters, noun,
@@ -292,6 +292,8 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     X = _model_input(data)
     if options.standardize:
         check_standardizable(X, data.path)
+    if not graph:
+        check_fit_memory(X, options, data.path)
     start = time.perf_counter()
     with progress_bar("fit", quiet), warnings.catch_warnings():
         warnings.filterwarnings("ignore", _FLOATING_POINT, RuntimeWarning)
@@ -508,9 +510,9 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
               help="Number of lambda values, spaced geometrically from lambda_max (or "
                    "--lam-max) down to lambda_max / 1000 (or --lam-min); more are added "
                    "where the number of outliers jumps (see --no-refine).")
-@click.option("--lam-min", type=click.FloatRange(min=0, min_open=True), metavar="L",
+@click.option("--lam-min", type=PositiveLambda(), metavar="L",
               help="Smallest lambda of the grid (default: lambda_max / 1000).")
-@click.option("--lam-max", type=click.FloatRange(min=0, min_open=True), metavar="L",
+@click.option("--lam-max", type=PositiveLambda(), metavar="L",
               help="Largest lambda of the grid (default: lambda_max, where nothing is "
                    "flagged).")
 @click.option("--refine/--no-refine", default=True, show_default=True,
@@ -546,12 +548,15 @@ def path(session, input, n_lambdas, lam_min, lam_max, refine, columns, drop_miss
         raise click.UsageError(f"--lam-min {lam_min:g} must be smaller than --lam-max "
                                f"{lam_max:g}")
     dest = destinations([input], force, output=output, plot=plot)
-    data = read_input(input, columns=columns, drop_missing=drop_missing)
+    data = read_input(input, columns=columns, drop_missing=drop_missing,
+                      order="F" if options.standardize else "C")
     n_rows = check_rows(data, options, _noun(data))
     approximation, note = choose_approximation(options, n_rows, saving=False)
     options = dataclasses.replace(options, approximation=approximation)
     model = build_estimator(options, graph=graph)
     X = _model_input(data)
+    if not graph:
+        check_fit_memory(X, options, data.path)
     if options.standardize:
         check_standardizable(X, data.path)
         X = run_estimator(model[:-1].fit_transform, X)
@@ -650,6 +655,10 @@ def reproduce(out_dir, quick, data_home, download, only, force):
                                     force=force)
     except UnsafeWriteError as exc:
         raise DataError(str(exc)) from None
+    except OSError as exc:  # a read-only or full --out folder
+        where = exc.filename or out_dir
+        raise DataError(f"cannot write the report into {where}: "
+                        f"{exc.strerror or one_line(exc)}") from None
     failed = []
     for section in sections:
         if section.skipped:
@@ -689,33 +698,62 @@ def main(argv=None):
     failed = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            with _signals_raise():
+        with _signals.handling(prefix, lambda: REPORTED):
+            try:
                 status = cli.main(args, prog_name=PROG, standalone_mode=False,
                                   obj=_Session(caught))
-            failed = False
-        except click.ClickException as exc:
-            status = exc.exit_code
-            _error(prefix, exc.format_message())
-        except click.exceptions.Abort:
-            status = 130
-            _error(prefix, "interrupted")
-        except Terminated as exc:
-            status = 128 + exc.signum
-            _error(prefix, f"terminated by {signal.Signals(exc.signum).name}")
-        except MemoryError as exc:
-            status = 1
-            _error(prefix, out_of_memory(exc))
-        except Exception as exc:  # a bug: still one line, the traceback on request
-            if os.environ.get("ROBUSTCLUST_DEBUG"):
-                raise
-            status = 1
-            _error(prefix, f"internal error ({type(exc).__name__}: {exc}); please report "
-                           "it (ROBUSTCLUST_DEBUG=1 shows the traceback)")
+                failed = False
+            except BaseException as exc:  # one path: _outcome
+                status, message = _outcome(exc)
+                _error(prefix, message)
     if not failed:
         for message in _Session(caught).warning_messages():
             click.echo(f"{prefix}: warning: {one_line(message)}", err=True)
     return status if isinstance(status, int) else 0
+
+
+def _outcome(exc):
+    """(exit status, error line) of a command that raised ``exc``.
+
+    A signal received during the command decides first, whatever the
+    exception looks like by the time it reaches here (see :mod:`._signals`):
+    130 "interrupted" after SIGINT, 128 + N "terminated by ..." after signal
+    N.  Then usage and data errors (2, 1), running out of memory (1), and
+    anything else, a bug: 1 and "internal error" (re-raised with
+    ROBUSTCLUST_DEBUG set).
+    """
+    signum = _signals.received() or _signals.in_chain(exc)
+    if signum is None and isinstance(exc, click.exceptions.Abort):
+        signum = signal.SIGINT
+    if signum is not None:
+        return _signals.status_of(signum), _signals.message_of(signum)
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code, exc.format_message()
+    from ._dataset import worker_died
+
+    died = worker_died(exc, "running the command")
+    if died is not None:
+        return 1, died
+    memory = _memory_error(exc)
+    if memory is not None:
+        return 1, out_of_memory(memory)
+    if not isinstance(exc, Exception):
+        raise exc  # SystemExit and the like
+    if os.environ.get("ROBUSTCLUST_DEBUG"):
+        raise exc
+    return 1, (f"internal error ({type(exc).__name__}: {exc}); please report it "
+               "(ROBUSTCLUST_DEBUG=1 shows the traceback)")
+
+
+def _memory_error(exc):
+    """The MemoryError in ``exc``'s chain, or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 #: Whether this process has reported an error (the --workers exit timer of

@@ -20,10 +20,7 @@ beside DIR and renamed into place at the end (:mod:`robustclust._files`).
 
 import logging
 import math
-import multiprocessing
-import os
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -163,49 +160,15 @@ def _local_cluster(distributed, workers):
 def _exit_after_signal(seconds):
     """After SIGINT or SIGTERM, the command ends within ``seconds`` whatever happens.
 
-    The signal is handled as before (KeyboardInterrupt, or the command's own
-    SIGTERM handler), and a timer starts: if closing the local cluster hangs
-    (it did once in about ten runs of the Ctrl-C test), the timer kills the
-    worker processes, reports the interruption and exits with 128 + signal.
-    Leaving the block (the cluster closed) stops the timer.
+    The signal is handled as every command's (:mod:`._signals`): if closing
+    the local cluster hangs (it did once in about ten runs of the Ctrl-C
+    test), the signals' watcher kills the worker processes, reports the
+    interruption and exits with 128 + signal.
     """
-    if threading.current_thread() is not threading.main_thread():
+    from ._signals import cleanup_within
+
+    with cleanup_within(seconds):
         yield
-        return
-    armed, closed = [], threading.Event()
-
-    def expire(signum):
-        if closed.wait(seconds):  # closed in time: the command ends as usual
-            return
-        for child in multiprocessing.active_children():
-            child.kill()
-        from . import _commands
-
-        if not _commands.REPORTED:
-            what = "interrupted" if signum == signal.SIGINT else \
-                f"terminated by {signal.Signals(signum).name}"
-            sys.stderr.write(f"{_commands.PROG} fit: error: {what}\n")
-        sys.stderr.flush()
-        os._exit(128 + signum)
-
-    def handler(signum, frame):
-        if not armed:
-            armed.append(signum)
-            threading.Thread(target=expire, args=(signum,), daemon=True).start()
-        previous_handler = previous[signum]
-        if callable(previous_handler):
-            previous_handler(signum, frame)
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
-
-    signums = [signal.SIGINT, signal.SIGTERM]
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
-    try:
-        yield
-    finally:
-        closed.set()
-        for signum, previous_handler in previous.items():
-            signal.signal(signum, previous_handler)
 
 
 def _close(client, cluster):
@@ -224,11 +187,16 @@ def _signals_held():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from . import _signals
+
     pending = []
+
+    def hold(signum, frame):
+        pending.append(signum)
+        _signals.record(signum)  # an error of the start is then the interruption
+
     names = [name for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {name: signal.signal(getattr(signal, name),
-                                    lambda signum, frame: pending.append(signum))
-                for name in names}
+    previous = {name: signal.signal(getattr(signal, name), hold) for name in names}
     try:
         yield
     finally:

@@ -32,7 +32,14 @@ import pandas as pd
 
 from ._errors import DataError, first_line, listing, rows_phrase
 from ._graphs import read_graph
-from ._tables import compression_of, is_unnamed, numeric_matrix, read_text_table
+from ._tables import (
+    WIDE,
+    check_fits,
+    compression_of,
+    is_unnamed,
+    numeric_matrix,
+    read_text_table,
+)
 
 __all__ = ["DataError", "Dataset", "input_kind", "read_graph", "read_input", "rows_phrase"]
 
@@ -87,6 +94,19 @@ class Dataset:
     skipped: dict | None = None
     header: list | None = None
     raw: pd.DataFrame | None = None
+    #: (rows, columns) of the input table when ``frame`` no longer holds every
+    #: column (a CSV/TSV table's feature columns live in X only).
+    shape: tuple | None = None
+
+    @property
+    def n_rows(self):
+        """Rows (nodes) of the input."""
+        return len(self.frame) if self.shape is None else self.shape[0]
+
+    @property
+    def n_columns(self):
+        """Columns of the input table."""
+        return len(self.frame.columns) if self.shape is None else self.shape[1]
 
     @property
     def columns(self):
@@ -110,6 +130,9 @@ class Dataset:
         ``00501`` stays ``00501`` and ``NA`` stays ``NA``) under the names of
         its header line; other inputs give their typed values.
         """
+        if self.raw is None and self.shape is not None:
+            raise ValueError("the typed frame of a CSV/TSV input does not hold its feature "
+                             "columns: read it with raw=True to write its rows")
         frame = self.frame if self.raw is None else self.raw
         names = list(frame.columns) if self.header is None else list(self.header)
         keep = [i for i, name in enumerate(frame.columns) if name not in RESULT_COLUMNS]
@@ -137,7 +160,7 @@ def input_kind(path):
         param_hint="INPUT")
 
 
-def read_input(path, *, columns=None, drop_missing=False, raw=False):
+def read_input(path, *, columns=None, drop_missing=False, raw=False, order="F"):
     """Read INPUT and select its numeric data.
 
     Parameters
@@ -151,6 +174,10 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
         instead of failing.
     raw : bool, default=False
         Keep the text of every field of a CSV/TSV file (for the output).
+    order : {"F", "C"}, default="F"
+        Layout of X's block: "F" as pandas lays out a table it read (see
+        :func:`_features`), "C" as the estimators take it (their input check
+        then copies nothing: one copy of the values fewer at a fit's peak).
 
     Returns
     -------
@@ -183,11 +210,18 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False):
     names, skipped = select_columns(frame, columns, path, header=header, codes=codes)
     position = {name: i for i, name in enumerate(frame.columns)}
     positions = [position[name] for name in names]
-    values = numeric_matrix(frame, positions)
+    values = numeric_matrix(frame, positions, order=order)
     used = _finite_rows(values, names, labels, drop_missing, path)
     X = _features(values, names, used)
+    del values
+    shape = None
+    if kind in ("csv", "tsv"):
+        # its rows are written from ``raw``: the typed feature columns, a copy of
+        # X, would only double the memory a fit holds
+        shape = frame.shape
+        frame = frame.drop(columns=frame.columns[positions])
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
-                   raw=raw_frame)
+                   raw=raw_frame, shape=shape)
 
 
 # -- tables ----------------------------------------------------------------------
@@ -201,7 +235,12 @@ def _features(values, names, used):
     column: on a table of 100,000 columns that makes the estimator's input
     checks take seconds instead of half a minute.
     """
-    block = np.asfortranarray(values[used])
+    if used.all():
+        block = values
+    elif values.flags.f_contiguous:
+        block = np.asfortranarray(values[used])
+    else:
+        block = np.ascontiguousarray(values[used])
     return pd.DataFrame(block, columns=names, index=np.flatnonzero(used), copy=False)
 
 
@@ -221,7 +260,17 @@ def _read_parquet(path):
         raise DataError("reading Parquet files needs pyarrow: "
                         "pip install 'robustclust[parquet]'") from None
     try:
-        frame = pd.read_parquet(path)
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        rows, columns = meta.num_rows, meta.num_columns
+    except Exception as exc:  # pyarrow's errors have no common public base
+        raise DataError(f"cannot read {path} as Parquet: {first_line(exc)}") from None
+    check_fits(path, rows, columns)  # before any page is read
+    try:
+        frame = pd.read_parquet(path, page_checksum_verification=True)
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow's errors have no common public base
         raise DataError(f"cannot read {path} as Parquet: {first_line(exc)}") from None
     frame.columns = [str(c) for c in frame.columns]
@@ -230,11 +279,20 @@ def _read_parquet(path):
 
 def _read_npy(path):
     try:
-        array = np.load(path, allow_pickle=False)
+        # mapped, not read: the header's shape is checked against the memory
+        # left (and the file's size) before anything is allocated
+        array = np.load(path, allow_pickle=False, mmap_mode="r")
     except (ValueError, OSError, EOFError) as exc:
         raise DataError(f"cannot read {path} as a .npy array: {first_line(exc)}") from None
     if not isinstance(array, np.ndarray):
         raise DataError(f"{path} is an .npz archive, not a .npy array")
+    if array.ndim in (1, 2) and array.dtype.kind in "iuf":
+        rows = array.shape[0]
+        check_fits(path, rows, 1 if array.ndim == 1 else array.shape[1])
+    try:
+        array = np.array(array)
+    except (ValueError, OSError) as exc:
+        raise DataError(f"cannot read {path} as a .npy array: {first_line(exc)}") from None
     if array.ndim == 1:
         array = array[:, None]
     if array.ndim != 2:
@@ -314,7 +372,10 @@ def _empty_columns(frame, numeric):
     """Boolean per column: no value at all."""
     empty = np.zeros(len(frame.columns), dtype=bool)
     numbers = np.flatnonzero(numeric)
-    if len(numbers):
+    if 0 < len(numbers) <= WIDE:  # a column at a time: no copy of the table
+        empty[numbers] = [bool(np.isnan(frame.iloc[:, j].to_numpy(dtype=np.float64)).all())
+                          for j in numbers]
+    elif len(numbers):
         empty[numbers] = np.isnan(numeric_matrix(frame, numbers)).all(axis=0)
     others = np.flatnonzero(~numeric)
     if len(others):

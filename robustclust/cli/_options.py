@@ -21,10 +21,11 @@ from ._models import (
     ModelOptions,
 )
 
-#: Largest --n-init: more initialisations than this do not change a result.
-MAX_N_INIT = 10_000
-#: Largest --n-lambdas.
-MAX_N_LAMBDAS = 10_000
+#: Largest --n-init (the estimators' own cap): more initialisations than this do
+#: not change a result.
+from .._estimators.base import MAX_N_INIT  # noqa: E402
+#: Largest --n-lambdas (regularization_path's own cap).
+from .._path import MAX_N_LAMBDAS  # noqa: E402
 #: Largest --n-landmarks (the Nystroem features take N x M numbers).
 MAX_N_LANDMARKS = 100_000
 
@@ -51,8 +52,8 @@ class OutlierTarget:
             asked = (f"-s/--outliers {self.text}" if self.fraction is None
                      else f"-s/--outliers {self.text} ({count(s, noun)})")
             raise DataError(f"{asked} is too many for {count(n_rows, noun)} of {path}: "
-                            f"{count(n_clusters, 'cluster')} need at least one {noun} each, "
-                            f"so at most {most} can be flagged")
+                            f"{_clusters_need(n_clusters, noun)}, so at most {most} can be "
+                            "flagged")
         return s
 
     def describe(self, s, noun):
@@ -61,6 +62,13 @@ class OutlierTarget:
         if self.fraction is not None:
             rule += f" ({100 * self.fraction:.4g}% of the {noun}s)"
         return rule
+
+
+def _clusters_need(n_clusters, noun):
+    """'1 cluster needs at least one row', '4 clusters need at least one row each'."""
+    if n_clusters == 1:
+        return f"1 cluster needs at least one {noun}"
+    return f"{n_clusters} clusters need at least one {noun} each"
 
 
 class OutlierCount(click.ParamType):
@@ -105,6 +113,21 @@ class Lambda(click.ParamType):
             self.fail(f"expected a number >= 0 (or inf), got {value!r}", param, ctx)
         if not lam >= 0:
             self.fail(f"expected a number >= 0 (or inf), got {value!r}", param, ctx)
+        return lam
+
+
+class PositiveLambda(click.ParamType):
+    """``--lam-min`` / ``--lam-max``: a finite number > 0 (a grid's end)."""
+
+    name = "L"
+
+    def convert(self, value, param, ctx):
+        try:
+            lam = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"expected a finite number > 0, got {value!r}", param, ctx)
+        if not (lam > 0 and math.isfinite(lam)):
+            self.fail(f"expected a finite number > 0, got {value!r}", param, ctx)
         return lam
 
 

@@ -19,7 +19,15 @@ import pandas as pd
 from .. import _progress
 from .._files import StagedFiles, UnsafeWriteError, check_destination
 from ._errors import DataError, count, one_line
-from ._memory import KERNEL_MEMORY_SHARE, available_memory, human_bytes, kernel_bytes
+from ._memory import (
+    BLAS_BUFFER_BYTES,
+    KERNEL_MEMORY_SHARE,
+    address_space_left,
+    available_memory,
+    fit_bytes,
+    human_bytes,
+    kernel_bytes,
+)
 
 TABLE_OUTPUTS = {".csv": ",", ".tsv": "\t"}
 PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -201,6 +209,33 @@ def check_rows(data, options, noun):
                         f"{count(options.n_clusters, 'cluster')}: need at least one {noun} "
                         "per cluster")
     return n_rows
+
+
+def check_fit_memory(X, options, path):
+    """DataError, before the fit, when it would not fit in the memory left.
+
+    A (non-kernel) fit takes about :func:`~._memory.fit_bytes` above its
+    input; under ``ulimit -v`` the BLAS work buffers count too.  The
+    estimate is the measured peak of a robust K-means fit: a fit that needs
+    more still ends with one line (out of memory), but one that cannot start
+    is refused before it allocates (near such a limit the BLAS library spun
+    in its allocator instead of failing).
+    """
+    if options.kernel is not None:
+        return  # the kernel's N x N matrices: choose_approximation
+    n_rows, n_features = X.shape
+    need = fit_bytes(n_rows, n_features, options.n_clusters)
+    left = address_space_left()
+    if left is not None:
+        need += 2 * BLAS_BUFFER_BYTES  # NumPy's and SciPy's BLAS, one thread each
+    have = available_memory()
+    if have is None or need <= have:
+        return
+    where = " under the address-space limit (ulimit -v)" if left is not None and \
+        left <= have else ""
+    raise DataError(f"fitting {count(n_rows, 'row')} x {count(n_features, 'column')} of {path} "
+                    f"needs about {human_bytes(need)} of memory, but {human_bytes(have)} are "
+                    f"left{where}: use fewer rows or columns")
 
 
 def choose_approximation(options, n_rows, *, saving, memory=None):

@@ -1,0 +1,130 @@
+"""Peak memory of reading and fitting a numeric CSV, against the file's size (issue 44).
+
+Each case runs ``robustclust fit`` in a fresh process (``robustclust.cli.main``
+after the libraries are imported and numba has compiled): the peak resident
+size (``ru_maxrss``) above the size after the imports, divided by the file's
+size.  ``read`` is the command line's reader alone (``read_input``); ``lam``
+a fit at a given lambda; ``count`` a fit asked for 1% outliers (the count
+search and the refinement).  Then a 2 GB file of NUL bytes (``truncate -s 2G``,
+sparse: no disk) must be refused within 10 s using under 1 GB.
+
+    python benchmarks/bench_memory.py [--quick]
+
+Measured on this version (2 shared cores, README's figures for the machine):
+see the issue-44 report; the reader takes about 3x the file, the fit the rest.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+#: (rows, columns) of the tables: a wide one, where the values dominate the fit's
+#: memory, and a narrow one, where the fit's per-row work arrays (N x clusters
+#: products, per-row vectors of the solver) do.
+SHAPES = [(100_000, 50), (1_000_000, 4)]
+QUICK_SHAPES = [(20_000, 50), (200_000, 4)]
+LIMIT_RATIO = 4.0
+
+_CASE = textwrap.dedent("""
+    import resource, sys
+    def rss_mb():
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    import numpy as np
+    from robustclust import RobustKMeans
+    from robustclust.cli import main
+    from robustclust.cli._data import read_input
+    RobustKMeans(2, n_init=1).fit(np.random.default_rng(0).normal(size=(300, 2)))  # compile
+    base = rss_mb()
+    what, path = sys.argv[1], sys.argv[2]
+    if what == "read":
+        read_input(path)
+        status = 0
+    elif what == "lam":
+        status = main(["fit", path, "-k", "4", "--lam", "30", "--quiet"])
+    else:
+        status = main(["fit", path, "-k", "4", "-s", "1%", "--quiet"])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(status, peak - base)
+""")
+
+
+def write_table(path, rows, columns, seed=0):
+    rng = np.random.default_rng(seed)
+    block = 100_000
+    with open(path, "w") as fh:
+        fh.write(",".join(f"c{j}" for j in range(columns)) + "\n")
+        for lo in range(0, rows, block):
+            X = rng.normal(size=(min(block, rows - lo), columns)) * 10
+            np.savetxt(fh, X, delimiter=",", fmt="%.6f")
+
+
+def measure(what, path):
+    out = subprocess.run([sys.executable, "-c", _CASE, what, str(path)], capture_output=True,
+                         text=True, check=True)
+    status, above = out.stdout.split()
+    return int(status), float(above)
+
+
+_TIMED = textwrap.dedent("""
+    import resource, subprocess, sys, time
+    start = time.monotonic()
+    proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(proc.returncode, seconds, peak_kb)
+    print(proc.stderr.strip())
+""")
+
+
+def nul_file(folder):
+    """(exit status, error line, seconds, peak MB) of a fit of 2 GB of NUL bytes."""
+    big = Path(folder) / "big.csv"
+    big.write_bytes(b"x,y\n1,2\n")
+    with open(big, "r+b") as fh:
+        fh.truncate(2 << 30)
+    script = Path(sys.executable).parent / "robustclust"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "robustclust"]
+    # the peak of that process alone: measured by a parent of its own
+    out = subprocess.run([sys.executable, "-c", _TIMED, *command, "fit", str(big), "-k", "2"],
+                         capture_output=True, text=True, check=True)
+    first, line = out.stdout.split("\n", 1)
+    status, seconds, peak_kb = first.split()
+    return int(status), line.strip(), float(seconds), int(peak_kb) / 1024
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller tables")
+    args = parser.parse_args(argv)
+    ok = True
+    with tempfile.TemporaryDirectory() as folder:
+        print(f"{'table':>18} {'file MB':>8} {'case':>6} {'peak MB':>8} {'x file':>7}")
+        for rows, columns in (QUICK_SHAPES if args.quick else SHAPES):
+            path = Path(folder) / f"t{rows}x{columns}.csv"
+            write_table(path, rows, columns)
+            size_mb = os.path.getsize(path) / 2**20
+            for what in ("read", "lam", "count"):
+                status, above = measure(what, path)
+                ratio = above / size_mb
+                print(f"{rows:>9} x {columns:<6} {size_mb:8.1f} {what:>6} {above:8.0f} "
+                      f"{ratio:7.2f}" + ("" if status == 0 else f"  (exit {status})"))
+            path.unlink()
+        status, line, seconds, peak_mb = nul_file(folder)
+        refused = status == 1 and "NUL byte" in line
+        ok = refused and seconds < 10 and peak_mb < 1024
+        print(f"2 GB of NUL bytes: exit {status} in {seconds:.1f} s, peak {peak_mb:.0f} MB: "
+              f"{line}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
