@@ -9,7 +9,6 @@ on stderr with the exit status of its kind, and leave the output's folder as
 it was.  Every test has a timeout, and so has every subprocess.
 """
 
-import io
 import json
 import os
 import signal
@@ -17,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +28,10 @@ distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
 
 from robustclust import RobustGaussianMixture, RobustKMeans, load_model  # noqa: E402
-from robustclust.cli import main  # noqa: E402
+from cli_session import COMMAND, invoke  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
-_SCRIPT = Path(sys.executable).with_name("robustclust")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
 PARTS = 3
 ROWS_PER_PART = 310
 N_OUTLIERS = 30
@@ -77,19 +73,6 @@ def write_csv(folder, table=None):
 def run(args, cwd, timeout=300):
     return subprocess.run(COMMAND + [str(a) for a in args], cwd=cwd, text=True,
                           capture_output=True, timeout=timeout)
-
-
-def invoke(args, cwd):
-    """The command line in-process in ``cwd``: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            status = main([str(a) for a in args])
-    finally:
-        os.chdir(old)
-    return status, out.getvalue(), err.getvalue()
 
 
 def listing(where):

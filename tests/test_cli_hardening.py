@@ -11,17 +11,14 @@ are marked slow.
 import bz2
 import errno
 import gzip
-import io
 import json
 import lzma
 import os
 import signal
 import subprocess
-import sys
 import time
 import traceback
 import zipfile
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import networkx as nx
@@ -37,28 +34,13 @@ from robustclust import (
     regularization_path,
     save_model,
 )
-from robustclust.cli import main
 from robustclust.datasets import make_blobs_with_outliers
 from robustclust.graph import normalized_adjacency_kernel
+from cli_session import COMMAND, invoke
 
-_SCRIPT = Path(sys.executable).with_name("robustclust")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
 #: The core's overflow warnings and OutlierCountWarning, expected while item 4 is open.
 QUIET_CORE = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                         "ignore::robustclust.OutlierCountWarning")
-
-
-def invoke(args, cwd):
-    """Run the command line in-process in ``cwd``: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            status = main([str(a) for a in args])
-    finally:
-        os.chdir(old)
-    return status, out.getvalue(), err.getvalue()
 
 
 def listing(where):

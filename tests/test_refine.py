@@ -328,3 +328,15 @@ def test_compiled_trimming_flags_exactly_s_points_among_ties():
         out = refine(PointSpace(X), np.zeros((1, 1)), np.ones(10), s, max_steps=0)
         np.testing.assert_array_equal(np.flatnonzero(out.trimmed), np.arange(s))
         assert out.cost == 10 - s
+
+
+def test_distances_that_differ_past_their_rounding_are_no_tie():
+    # the 14th and 15th farthest points lie 2.168344 and 2.168353 from their
+    # centres: 9e-6 apart, far beyond the squared distances' rounding (about
+    # 1e-13 here), so exactly s are flagged and nothing warns
+    X = contaminated(5553)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierCountWarning)
+        model = RobustKMeans(3, n_outliers=15, n_init=1, init="k-means++",
+                             random_state=5553).fit(X)
+    assert_fixed_point(model, X, 15)

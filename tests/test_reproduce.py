@@ -5,6 +5,7 @@ The quick subset runs once per session (about a minute); the graph experiments
 need the reference copies in ``../shared/data`` and are skipped without them.
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -233,4 +234,7 @@ def test_save_figure_and_report_leave_no_partial_files(tmp_path):
     text = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "## K\n\nhello\n\n*Time: 1.2 s.*" in text or "*Time: 1.3 s.*" in text
     assert "## M\n\n*Not run: no data*" in text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "a.png"]
+    # and the manifest, which records each figure as soon as it is written
+    # (an interrupted run is resumed: tests/test_signals.py)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST, "README.md", "a.png"]
+    assert json.loads((tmp_path / MANIFEST).read_text())["files"].keys() == {"a.png"}

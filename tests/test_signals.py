@@ -5,36 +5,18 @@ the import, for the workers of a local Dask cluster, through whatever a
 library made of the KeyboardInterrupt; reproduce resumes after one.
 """
 
-import io
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from robustclust.cli import main
-
-_SCRIPT = Path(sys.executable).parent / "robustclust"
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "robustclust"]
-
-
-def invoke(args, cwd):
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            status = main([str(a) for a in args])
-    finally:
-        os.chdir(old)
-    return status, out.getvalue(), err.getvalue()
+from cli_session import COMMAND, invoke
 
 
 def write_rows(folder, n=300):

@@ -214,15 +214,18 @@ def untied(costs, trimmed, sq_distances, weights, res=0.0):
     the same way), and rows that sit on their centre (score 0) are never
     flagged; the estimator then warns (OutlierCountWarning).  A flagged
     point always has a positive score, and of two equal rows both or
-    neither are flagged.  Ties are judged to the distances' precision
-    ``res`` (:func:`resolution`).
+    neither are flagged.  Ties are judged to the squared distances'
+    precision ``res**2``, a distance 0 to ``res`` (:func:`resolution`).
     """
     costs = np.asarray(costs, dtype=np.float64)
     d = np.sqrt(np.maximum(np.asarray(sq_distances, dtype=np.float64), 0.0))
     s = int(np.count_nonzero(trimmed))
     kept = costs[~trimmed]
     inner = float(kept.max()) if kept.size else 0.0
-    slack = np.asarray(weights, dtype=np.float64) * res * (2.0 * d + res)
+    # squared distances carry absolute errors of eps (||x||^2 + ||m||^2), so
+    # two costs tie within res^2 (RESOLUTION^2 of the squared norms: 2^12 eps);
+    # a distance is told from 0 to res (the square root of that error)
+    slack = np.asarray(weights, dtype=np.float64) * res * res
     beyond = trimmed & (d > res) & (costs > inner + slack)
     fewer = int(np.count_nonzero(beyond))
     if fewer == s or not kept.size:

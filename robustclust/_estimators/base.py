@@ -255,7 +255,7 @@ def warn_empty_clusters(estimator, labels, n_clusters):
     values (a damaged file) can leave a cluster whose centre no kept row is
     nearest; its centre is then not a mean of anything.
     """
-    labels = np.asarray(labels)
+    labels = to_numpy(labels, namespace(labels)[0])  # (from a GPU too)
     sizes = np.bincount(labels[labels >= 0], minlength=n_clusters)
     empty = np.flatnonzero(sizes == 0)
     if empty.size:
