@@ -850,7 +850,7 @@ def test_column_means_and_centring_norms_in_blocks_of_rows(dtype, monkeypatch):
     # the centring pass adds up on the way: the same in one block or several,
     # and equal to their definitions (float64 sums of the stored entries)
     from robustclust._core import _dense
-    from robustclust._estimators.base import internal_units
+    from robustclust._estimators.units import internal_units
 
     rng = np.random.default_rng(5)
     X = (rng.normal(size=(203, 7)) * 3.0 + 100.0).astype(dtype)

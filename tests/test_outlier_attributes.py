@@ -10,7 +10,7 @@ from robustclust import (
     RobustGaussianMixture,
     RobustKMeans,
 )
-from robustclust._estimators.base import NOISE_ATTRIBUTES, OUTLIER_ATTRIBUTES
+from robustclust._estimators.outliers import NOISE_ATTRIBUTES, OUTLIER_ATTRIBUTES
 from robustclust.datasets import make_blobs_with_outliers
 
 X = make_blobs_with_outliers(n_outliers=30, random_state=1).X

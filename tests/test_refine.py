@@ -17,7 +17,7 @@ from robustclust import RobustKMeans, load_model, save_model
 from robustclust._core import _concentration
 from robustclust._core.refine import concentration_steps, refine, separating_lambda
 from robustclust._core.selection import OutlierCountWarning
-from robustclust._core.starts import PointSpace
+from robustclust._core.spaces import PointSpace
 from robustclust.datasets import make_blobs_with_outliers
 
 

@@ -21,7 +21,7 @@ The step is written once, here, for every caller: the robust start
 seeds) and the refinement of a fitted robust K-means solution
 (:func:`refine`, used by the estimators' ``refine`` option).  The geometry is
 reached through a *space* (``centre_distances`` and ``means``; see
-:class:`~robustclust._core.starts.PointSpace`).
+:class:`~robustclust._core.spaces.PointSpace`).
 """
 
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ import numpy as np
 from .. import _progress
 from .backend import asarray, to_numpy
 from .compiled import lazy_module, worth
+from .spaces import PointSpace
 
 _concentration = lazy_module("robustclust._core._concentration")
 
@@ -152,7 +153,7 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fi
     Parameters
     ----------
     space : PointSpace
-        The points (see :mod:`robustclust._core.starts`).
+        The points (see :mod:`robustclust._core.spaces`).
     centres : ndarray of shape (C, p)
         The starting centres (the robust K-means solution, or a start).
     sample_weight : ndarray of shape (N,)
@@ -356,8 +357,6 @@ def refine_fit(problem, state, fixed=None):
     history : list of float
         The l0 cost after each concentration step of the chosen candidate.
     """
-    from .starts import PointSpace
-
     solver = problem.solver
     g = solver.geometry
     xp = solver.xp

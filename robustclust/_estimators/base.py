@@ -18,16 +18,7 @@ always the same template, in the manner of scikit-learn's ``BaseMixture``:
 New points (``predict``, outlier scores, ``score``) go through the driver's
 ``assign`` with the fitted parameters held fixed (:meth:`_assign`).
 
-Internal units.  The linear estimators centre dense data (every distance is
-expanded as ||x||^2 - 2 x.m + ||m||^2, which cancels for data far from the
-origin) and divide it by a power of two when its magnitude is extreme (above
-2^100 or below 2^-100 in float64; 2^20 / 2^-20 in float32), so that squares
-neither overflow nor underflow (:func:`power_of_two_scale`): results are the
-same for data multiplied by 10^150 or 10^-150, and a power of two changes no
-rounding.  Data spanning more magnitudes than float64 squares can hold
-(10^270 between the largest and a typical value) are refused with a message.  The offset is the
-mean, or the coordinate-wise median when a few huge values would make the
-mean lose the other points' digits.  Everything stored is in the user's units.
+Internal units: :mod:`robustclust._estimators.units`.
 
 Hooks for other code (all public, documented on the methods):
 ``build_problem`` (the regularization path), ``fitted_state`` /
@@ -44,7 +35,6 @@ fallbacks and ``outlier_probability``, written once for both.
 import math
 import warnings
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,8 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.compiled import lazy_module, worth
-from .._core.backend import asarray, colsum, namespace, to_numpy
+from .._core.backend import asarray, namespace, to_numpy
 from .._core.noise import MAX_FEATURES, default_count
 from .._core.refine import refine_fit
 from .._core.selection import OutlierCountWarning, fit_lambda
@@ -62,26 +51,16 @@ from .._core.solver import Solver
 from .._core.starts import trim_count
 from .._core.state import State
 from ._params import PENALTIES, translate_params
+from .outliers import NOISE_ATTRIBUTES, check_outlier_params, warn_chi2_fallback
 from .dask_fit import is_dask
 from .fitted import check_state
-
-#: The fitted outlier attributes every fit of every estimator sets (None where they
-#: do not apply), documented in :class:`RobustEstimator`.
-OUTLIER_ATTRIBUTES = ("labels_", "outlier_mask_", "outlier_indices_", "outlier_scores_",
-                      "outlier_norms_", "outlier_vectors_", "outlier_rows_", "n_outliers_",
-                      "lambda_", "outlier_rule_", "outlier_probability_",
-                      "noise_proportion_", "inlier_flag_rate_")
-#: The default count's attributes (None unless its noise model set the count).
-NOISE_ATTRIBUTES = ("outlier_probability_", "noise_proportion_", "inlier_flag_rate_")
-_dense = lazy_module("robustclust._core._dense")
+from .units import internal_units
 
 #: Most initialisations and iterations an estimator takes: larger values are
 #: refused (a fit with n_init=10**9 would run for ever; the command line's
 #: --n-init has the same cap).
 MAX_N_INIT = 10_000
 MAX_ITER = 100_000
-#: Offset digits the mean may cost the points before the median is used.
-_OFFSET_BITS = 20
 #: Internal units of model files written before they were stored.
 _STATE_DEFAULTS = {"_scale": 1.0}
 
@@ -160,38 +139,6 @@ class Problem:
         return out
 
 
-def check_outlier_params(estimator, n_samples, n_clusters):
-    """Check n_clusters, lam and n_outliers against the data; the target count.
-
-    Returns the target number of outliers s, or None when ``n_outliers`` is
-    not given.  The errors name the offending parameter.
-    """
-    if n_samples < n_clusters:
-        raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
-    lam, n_outliers = estimator.lam, estimator.n_outliers
-    if lam is not None and n_outliers is not None:
-        raise ValueError(
-            "Give at most one of lam and n_outliers: lam fixes the outlier "
-            "threshold, n_outliers asks for lam to be chosen; got "
-            f"lam={lam!r} and n_outliers={n_outliers!r}.")
-    if n_outliers is None:
-        return None
-    if isinstance(n_outliers, (bool, np.bool_)):
-        raise ValueError(f"n_outliers={n_outliers!r} is a boolean; give a count (an int) or "
-                         "a fraction of the samples (a float in (0, 0.5)).")
-    if isinstance(n_outliers, Integral):
-        s = int(n_outliers)
-        if s >= n_samples:
-            raise ValueError(f"n_outliers={s} must be smaller than the number of "
-                             f"samples ({n_samples}).")
-        return s
-    s = int(round(n_outliers * n_samples))
-    if s == 0:
-        warnings.warn(f"n_outliers={n_outliers} of {n_samples} samples rounds to 0 "
-                      "outliers: nothing will be flagged.", OutlierCountWarning, stacklevel=5)
-    return s
-
-
 def check_frame_columns(X):
     """ValueError naming the columns of a DataFrame that hold no numbers.
 
@@ -267,125 +214,6 @@ def warn_empty_clusters(estimator, labels, n_clusters):
             "data.", ConvergenceWarning, stacklevel=6)
 
 
-def internal_units(X, offset=None, scale=None, norms=False):
-    """(X in internal units, offset, scale): see the module docstring.
-
-    Dense X is centred (a copy); sparse X is not (centring would densify it).
-    With ``offset`` and ``scale`` given (new points), those are applied.
-    With ``norms``, a fourth item: the squared row norms of the result
-    (float64) where the centring pass computed them on the way, else None.
-    """
-    xp, is_numpy = namespace(X)
-    float32 = X.dtype == (np.float32 if is_numpy else xp.float32)
-    sq = None
-    if sp.issparse(X):
-        offset = np.zeros(X.shape[1], dtype=X.dtype) if offset is None else offset
-        if scale is None:
-            values = np.abs(X.data)
-            top = float(values.max()) if X.nnz else 0.0
-            scale = power_of_two_scale(top, _typical(values), float32)
-        Xs = X if scale == 1.0 else _divide(X, scale)
-        return (Xs, offset, scale, None) if norms else (Xs, offset, scale)
-    top = None
-    if offset is None:
-        if not is_numpy:
-            offset = xp.astype(colsum(xp.astype(X, xp.float64), xp) / X.shape[0], X.dtype)
-        elif X.shape[0] > 0:
-            offset = (_dense.column_means(X) if worth(X.shape[0])
-                      else np.ascontiguousarray(X).sum(axis=0, dtype=np.float64)
-                      / X.shape[0]).astype(X.dtype)
-        else:
-            offset = xp.mean(X, axis=0)
-        if is_numpy and X.shape[0] > 1:
-            offset, Xc, top, sq = _robust_offset(X, offset, norms)
-        else:
-            Xc = X - offset
-    else:
-        Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
-    if scale is None:
-        if top is None:
-            top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
-        sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000), :], xp)
-        scale = power_of_two_scale(top, _typical(np.abs(sample)), float32)
-    if scale != 1.0:
-        Xc = _divide(Xc, scale)
-        sq = None
-    return (Xc, offset, scale, sq) if norms else (Xc, offset, scale)
-
-
-def _divide(X, scale):
-    """X / scale for a power of two, exactly (in steps when 1 / scale would overflow)."""
-    exponent = -int(round(math.log2(scale)))
-    while exponent:
-        step = max(-1000, min(1000, exponent))
-        X = X * 2.0**step
-        exponent -= step
-    return X
-
-
-def _typical(magnitudes):
-    """The median of the nonzero magnitudes (0 when there are none)."""
-    nonzero = magnitudes[magnitudes > 0]
-    return float(np.median(nonzero)) if nonzero.size else 0.0
-
-
-def _robust_offset(X, mean, norms=False):
-    """The median instead of the mean when a few huge values dominate the mean.
-
-    Subtracting an offset rounds each coordinate to eps |offset|; the mean of
-    data with a value 10^150 times the others is 10^150 / N times them, which
-    wipes out their digits.  The coordinate-wise median stays with the bulk.
-    The mean is kept unless it lies more than 2^20 spreads (median absolute
-    deviation, on a sample of rows) from the median.  Returns (offset,
-    centred X, max |centred X|, squared row norms of the centred X or None),
-    the last three from one pass over X (the norms with ``norms``, for a
-    C-contiguous X).
-    """
-    sample = X[:: max(1, X.shape[0] // 1000)]
-    med = np.median(sample, axis=0)
-    dev = np.abs(sample - med)
-    spread = np.median(dev, axis=0)
-    spread = np.where(spread > 0, spread, dev.max(axis=0))
-    far = np.abs(mean - med) > 2.0**_OFFSET_BITS * np.where(spread > 0, spread, 1.0)
-    offset = mean
-    if far.any() or not np.all(np.isfinite(mean)):
-        offset = np.median(X, axis=0).astype(X.dtype)
-    if X.flags.c_contiguous and worth(X.shape[0]):
-        if norms:
-            return (offset, *_dense.centre_with_extent(X, offset, norms=True))
-        return (offset, *_dense.centre_with_extent(X, offset), None)
-    Xc = X - offset
-    sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64) if norms else None
-    return offset, Xc, float(np.abs(Xc).max()), sq
-
-
-def power_of_two_scale(top, typical, float32=False):
-    """A power of two s such that the squares of X / s neither overflow nor underflow.
-
-    ``top`` is max |x| and ``typical`` the median nonzero |x|.  Data whose
-    magnitudes lie within [2^-B, 2^B] (B = 100 in float64, 20 in float32) are
-    left as they are (s = 1); otherwise s is the power of two nearest to the
-    geometric mean of ``top`` and ``typical``, which centres the magnitudes
-    on 1.  Raises ValueError when they span more than the dtype's squares can
-    hold (top / typical above 2^900 in float64, 2^100 in float32).
-    """
-    bound, span = (20, 100) if float32 else (100, 900)
-    if top == 0.0:
-        return 1.0
-    if not math.isfinite(top):
-        raise ValueError("X contains values too large for the computation (their magnitude "
-                         "overflows): rescale the data.")
-    typical = typical if typical > 0 else top
-    if 2.0**-bound <= typical and top <= 2.0**bound:
-        return 1.0
-    if top / typical > 2.0**span:
-        raise ValueError(
-            f"X spans too many orders of magnitude for the squared distances of the fit: its "
-            f"largest magnitude is {top:.3g} and a typical one {typical:.3g}; remove or "
-            "rescale the extreme values.")
-    return 2.0 ** round(0.5 * (math.log2(top) + math.log2(typical)))
-
-
 class RobustEstimator(BaseEstimator):
     """Base of the robust estimators: the fit template and everything around it.
 
@@ -422,6 +250,9 @@ class RobustEstimator(BaseEstimator):
     """
 
     _n_clusters_name = "n_clusters"
+    #: How a fit on a Dask array runs (:mod:`.dask_fit`): "kmeans", "mixture",
+    #: or None where the estimator does not fit Dask arrays.
+    _dask_fit = None
     #: Parameter names of the earlier release that the class still accepts
     #: (translated by :mod:`._params`, with a FutureWarning).
     _renamed_params: tuple = ()
@@ -929,15 +760,6 @@ class RobustEstimator(BaseEstimator):
 
     def _check_fitted_values(self):
         """Class-specific checks of a fitted state read back (ValueError)."""
-
-
-def warn_chi2_fallback(name, why, stacklevel=5):
-    """The one line that says the default count fell back to the chi2 lambda."""
-    warnings.warn(
-        f"{name}: the default outlier count (a noise model) does not apply ({why}); lambda "
-        "is set by the chi2 rule instead (outlier_rule_ == 'chi2'). Give n_outliers or lam "
-        "to choose, or lam='chi2' to ask for this rule.", OutlierCountWarning,
-        stacklevel=stacklevel)
 
 
 class NoiseDefaultMixin:

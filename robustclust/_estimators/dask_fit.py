@@ -7,7 +7,7 @@ to :func:`fit_dask`, which
 1. validates it lazily (float64/float32, finite, one pass of reductions:
    mean, extremes, the finiteness check) and brings it to the estimator's
    internal units (centred on the mean, divided by a power of two when its
-   magnitude is extreme, :func:`~robustclust._estimators.base.power_of_two_scale`),
+   magnitude is extreme, :func:`~robustclust._estimators.units.power_of_two_scale`),
    then persists it once;
 2. finds the initial centres (means): an explicit ``init`` array as given;
    ``init="k-means||"``: k-means|| on all the data
@@ -40,7 +40,10 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from . import base as _base  # base imports this module: names looked up at call time
+from .covariance_types import COVARIANCE_TYPES, start_covariance
+from .outliers import NOISE_ATTRIBUTES, check_outlier_params, warn_chi2_fallback
+from .units import _divide, _typical, power_of_two_scale
+
 
 #: Rows of the uniform sample that seeds a fit without explicit ``init``:
 #: ``min(N, max(SAMPLE_MIN_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters))``.
@@ -122,7 +125,7 @@ def _weights(sample_weight, X):
 def internal_units(X, w):
     """(X in internal units, persisted; w persisted; offset; scale), one reduction pass.
 
-    As :func:`robustclust._estimators.base.internal_units` for dense data:
+    As :func:`robustclust._estimators.units.internal_units` for dense data:
     centred on the mean, divided by a power of two when its magnitude is
     extreme.  (The in-memory path's switch to the median when a few huge
     values dominate the mean is not made here: such data are refused.)
@@ -147,20 +150,17 @@ def internal_units(X, w):
               > 2.0**20 * np.where(spread > 0, spread, np.maximum(sample.max(axis=0), 1.0))):
         raise ValueError("A few values dominate the mean of X (they are 2^20 spreads away "
                          "from the rest): remove or rescale them before a Dask fit.")
-    scale = _base.power_of_two_scale(top, _base._typical(sample), float32)
+    scale = power_of_two_scale(top, _typical(sample), float32)
     Xi = X - offset
     if scale != 1.0:
-        Xi = _base._divide(Xi, scale)
+        Xi = _divide(Xi, scale)
     Xi, w = dask.persist(Xi.astype(X.dtype), w)
     return Xi, w, offset, scale
 
 
 # -- fit ------------------------------------------------------------------------------------
 def _check_supported(estimator):
-    from .kmeans import RobustKMeans
-    from .mixture import RobustGaussianMixture
-
-    if not isinstance(estimator, (RobustKMeans, RobustGaussianMixture)):
+    if estimator._dask_fit is None:
         raise TypeError(f"{type(estimator).__name__} does not fit Dask arrays yet; "
                         "RobustKMeans and RobustGaussianMixture do (or compute the data to "
                         "numpy first).")
@@ -216,9 +216,7 @@ def _initial_centres(estimator, X, Xi, w, target, rng, offset, scale):
 
 
 def _is_mixture(estimator):
-    from .mixture import RobustGaussianMixture
-
-    return isinstance(estimator, RobustGaussianMixture)
+    return estimator._dask_fit == "mixture"
 
 
 def _default_eps(Xi, w):
@@ -259,7 +257,7 @@ def fit_dask(estimator, X, sample_weight=None):
     X, names = as_dask_array(X)
     w = _weights(sample_weight, X)
     n, p = X.shape
-    target = _base.check_outlier_params(estimator, n, estimator.n_clusters)
+    target = check_outlier_params(estimator, n, estimator.n_clusters)
     estimator._check_init(X)
     Xi, w, offset, scale = _input_attributes(estimator, X, w, names)
     if estimator.eps is not None:
@@ -347,7 +345,7 @@ def _store(estimator, solver, state, lam, lam_unweighted, offset, scale):
     from .._core.state import Outliers
 
     dtype = np.dtype(solver.dtype)
-    n, p = solver.n_samples, solver.dim
+    p = solver.dim
     flagged = state.flagged
     index = flagged.index.astype(np.int64)
     estimator.cluster_centers_ = (np.asarray(state.centers, dtype=np.float64) * scale
@@ -387,7 +385,7 @@ def _no_noise_model(estimator):
     """A Dask fit keeps the chi^2 default lambda: no noise-model attributes; a fit
     with neither lam nor n_outliers says so (the in-memory default is the noise
     count)."""
-    for name in _base.NOISE_ATTRIBUTES:
+    for name in NOISE_ATTRIBUTES:
         setattr(estimator, name, None)
     if estimator.n_outliers is not None:
         estimator.outlier_rule_ = "n_outliers"
@@ -396,7 +394,7 @@ def _no_noise_model(estimator):
     else:
         estimator.outlier_rule_ = "chi2"
         if not estimator._chi2_rule:
-            _base.warn_chi2_fallback(type(estimator).__name__, "Dask input", stacklevel=8)
+            warn_chi2_fallback(type(estimator).__name__, "Dask input", stacklevel=8)
 
 
 def _fit_mixture(estimator, X):
@@ -409,7 +407,6 @@ def _fit_mixture(estimator, X):
     from .._core.penalties import make_penalty
     from .._core.selection import fit_lambda
 
-    from .mixture import COVARIANCE_TYPES, start_covariance
 
     kind, per_component = COVARIANCE_TYPES[estimator.covariance_type]
     if per_component:
@@ -421,7 +418,7 @@ def _fit_mixture(estimator, X):
     w = _weights(None, X)
     n, p = X.shape
     C = estimator.n_components
-    target = _base.check_outlier_params(estimator, n, C)
+    target = check_outlier_params(estimator, n, C)
     estimator._check_init(X)
     if estimator._lam_value == 0:
         raise ValueError(MixtureModel.zero_lambda_message)

@@ -36,15 +36,16 @@ from .._core.models import KMeansModel, MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning
 from .._core.solver import Solver
-from .._core.starts import KernelSpace, robust_start, trim_count
+from .._core.spaces import KernelSpace
+from .._core.starts import robust_start, trim_count
 from .base import (
     MAX_N_INIT,
-    NOISE_ATTRIBUTES,
     RobustEstimator,
     check_frame_columns,
-    internal_units,
     state_from,
 )
+from .outliers import NOISE_ATTRIBUTES
+from .units import internal_units
 from .kernels import (
     EXPLICIT_FEATURES,
     SKLEARN_NAMES,

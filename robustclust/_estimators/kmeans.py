@@ -25,9 +25,9 @@ from .._core.models import KMeansModel
 from .._core.penalties import make_penalty
 from .._core.refine import Refined, fixed_outlier_state, refined_assignment
 from .._core.solver import Solver
+from .._core.spaces import PointSpace
 from .._core.starts import (
     AUTO_KEEP,
-    PointSpace,
     kmeans_parallel_in_memory,
     robust_start,
     screened_starts,
@@ -40,9 +40,9 @@ from .base import (
     NoiseDefaultMixin,
     RobustEstimator,
     check_frame_columns,
-    internal_units,
     state_from,
 )
+from .units import internal_units
 from .dask_fit import is_dask, predict_dask, score_dask
 
 
@@ -399,6 +399,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     }
 
     _renamed_params = ("q", "weighted", "default_rule")
+    _dask_fit = "kmeans"
 
     def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, fuzzifier=1.0,
                  penalty="group", eps=None, init="robust", n_init="auto", refine="auto",

@@ -15,10 +15,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from .._core.backend import asarray, to_numpy
-from .._core.components import ComponentMixtureModel
 from .._core.covariance import ComponentCovariances, Covariance
 from .._core.geometry import LinearGeometry
-from .._core.models import MixtureModel
 from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
@@ -28,38 +26,18 @@ from .base import (
     MAX_N_INIT,
     NoiseDefaultMixin,
     RobustEstimator,
-    internal_units,
     state_from,
 )
+from .units import internal_units
 from .dask_fit import is_dask, predict_dask
 from .fitted import bad_value
+from .covariance_types import (
+    COVARIANCE_TYPES,
+    covariance_shape,
+    make_mixture_model,
+    start_covariance,
+)
 from .kmeans import RobustKMeans, outlier_matrix, validate_linear_input
-
-
-#: covariance_type -> (kind of each covariance, one per component?)
-COVARIANCE_TYPES = {
-    "tied_spherical": ("spherical", False),
-    "tied_diag": ("diag", False),
-    "tied": ("full", False),
-    "spherical": ("spherical", True),
-    "diag": ("diag", True),
-    "full": ("full", True),
-}
-
-
-def make_mixture_model(covariance_type, n_components, reg_covar, dim, eigenvalue_ratio=None):
-    """The model of a ``covariance_type``: common (tied_*) or per-component covariances."""
-    kind, per_component = COVARIANCE_TYPES[covariance_type]
-    if per_component:
-        return ComponentMixtureModel(n_components, kind, reg_covar, dim, eigenvalue_ratio)
-    return MixtureModel(n_components, kind, reg_covar, dim, eigenvalue_ratio)
-
-
-def covariance_shape(covariance_type, n_components, n_features):
-    """Shape of ``covariances_`` (and of ``init["precisions"]``) for a covariance type."""
-    k, p = n_components, n_features
-    return {"tied_spherical": (), "tied_diag": (p,), "tied": (p, p), "spherical": (k,),
-            "diag": (k, p), "full": (k, p, p)}[covariance_type]
 
 
 class KMeansStarts:
@@ -454,6 +432,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
     _n_clusters_name = "n_components"
     _lambda_unit = 1.0
+    _dask_fit = "mixture"
     _optional_state_names = NoiseDefaultMixin._noise_state_names
     _fitted_state_names = (
         "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
@@ -806,22 +785,6 @@ def check_precisions_init(precisions, covariance_type, n_components, n_features)
         except np.linalg.LinAlgError:
             raise ValueError(f"init['precisions']{where} should be positive definite.") from None
     return P
-
-
-def start_covariance(precisions, covariance_type, scale, dim):
-    """The covariance object of checked ``init["precisions"]`` in internal units (X / scale)."""
-    kind, per_component = COVARIANCE_TYPES[covariance_type]
-    if kind == "full":
-        P = np.asarray(precisions).reshape(-1, dim, dim)
-        values = np.array([np.linalg.inv(m) for m in P])
-        values = (values + np.swapaxes(values, 1, 2)) / 2
-        values = values if per_component else values[0]
-    else:
-        values = 1.0 / np.asarray(precisions, dtype=np.float64)
-    values = values / (scale * scale)
-    if per_component:
-        return ComponentCovariances(kind, values, dim)
-    return Covariance(kind, values, dim)
 
 
 def _n_rows(X):

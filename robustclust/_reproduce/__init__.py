@@ -27,16 +27,14 @@ what it did not write.
 """
 
 import errno
-import hashlib
 import importlib
-import json
 import os
 import platform
 import sys
 import time
 from pathlib import Path
 
-from .._files import UnsafeWriteError, atomic_write
+from ._manifest import MANIFEST, check_out_dir, record
 from ._report import DataNotFound, Section, write_report
 
 __all__ = ["EXPERIMENTS", "MANIFEST", "QUICK_EXPERIMENTS", "check_out_dir", "run_reproduction"]
@@ -47,8 +45,6 @@ EXPERIMENTS = ("table1", "path", "rings", "usps", "dolphins", "football")
 #: The subset run by ``quick=True``.
 QUICK_EXPERIMENTS = ("table1", "path", "football")
 
-#: The list of the files a reproduction wrote, in its folder.
-MANIFEST = ".robustclust-reproduce.json"
 
 _HEADER = """\
 # Reproduction of the paper's experiments
@@ -80,68 +76,6 @@ def _prefetch(experiments, data_home, stream):
             getattr(datasets, _LOADERS[name])(data_home, download_if_missing=True)
         except (OSError, ValueError) as exc:
             stream.write(f"reproduce: {name}: data not available ({exc})\n")
-
-
-def _sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _manifest(out_dir):
-    """{file name: sha256} of the files an earlier reproduction wrote into ``out_dir``."""
-    try:
-        files = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return files if isinstance(files, dict) else {}
-
-
-def _foreign_files(out_dir):
-    """Names of the entries of ``out_dir`` that no earlier reproduction wrote as they are."""
-    ours = _manifest(out_dir)
-    foreign = []
-    for entry in sorted(out_dir.iterdir()):
-        if entry.name == MANIFEST:
-            continue
-        if (entry.is_file() and not entry.is_symlink() and entry.name in ours
-                and ours[entry.name] == _sha256(entry)):
-            continue
-        foreign.append(entry.name)
-    return foreign
-
-
-def check_out_dir(out_dir, *, force=False):
-    """Refuse an output folder holding files a reproduction did not write.
-
-    Raises
-    ------
-    UnsafeWriteError
-        ``out_dir`` is a file, or (unless ``force``) holds an entry that is
-        not in its :data:`MANIFEST` with the same content.
-    """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UnsafeWriteError(f"{out_dir} is not a directory")
-    if force or not out_dir.exists():
-        return
-    foreign = _foreign_files(out_dir)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more"
-                                          if len(foreign) > 5 else "")
-        raise UnsafeWriteError(
-            f"{out_dir} holds files that reproduce did not write ({shown}): choose a new or "
-            "empty --out folder, or use --force to write beside them (files with the "
-            "report's names are then replaced)")
-
-
-def _record(out_dir, written):
-    """Add the files just written to the folder's manifest (dropping stale entries)."""
-    files = {name: digest for name, digest in _manifest(out_dir).items()
-             if (out_dir / name).is_file() and _sha256(out_dir / name) == digest}
-    files.update({name: _sha256(out_dir / name) for name in written})
-    text = json.dumps({"written_by": "robustclust reproduce", "files": dict(sorted(
-        files.items()))}, indent=1) + "\n"
-    with atomic_write(out_dir / MANIFEST, "wb") as handle:
-        handle.write(text.encode("utf-8"))
 
 
 def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
@@ -214,7 +148,7 @@ def run_reproduction(out_dir, *, quick=False, data_home=None, experiments=None,
     total = time.perf_counter() - start
     report = write_report(out_dir, sections, header=_HEADER,
                           footer=_footer(sections, total, quick))
-    _record(out_dir, [report.name] + [name for s in sections for name in s.figures])
+    record(out_dir, [report.name] + [name for s in sections for name in s.figures])
     return sections
 
 

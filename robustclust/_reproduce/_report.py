@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import atomic_write
+from ._manifest import record
 
 __all__ = [
     "DataNotFound",
@@ -140,9 +141,7 @@ def save_figure(fig, out_dir, name):
                     metadata={"Software": None})
     # in the folder's manifest at once: a run interrupted later (Ctrl-C) leaves
     # figures that its rerun takes for its own, where it refused the folder
-    from . import _record
-
-    _record(Path(out_dir), [name])
+    record(Path(out_dir), [name])
     return name
 
 

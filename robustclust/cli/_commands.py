@@ -29,10 +29,18 @@ from .. import __version__
 from ._dask_run import MAX_WORKERS
 from ._data import GRAPH_KINDS, input_kind, read_input
 from . import _signals
-from ._errors import DataError, count, one_line, rows_phrase
+from ._errors import (
+    PROG,
+    DataError,
+    count,
+    error_reported,
+    one_line,
+    report_error,
+    rows_phrase,
+)
 from ._models import (
     build_estimator,
-    default_lambda_rule,
+    lambda_rule,
     describe,
     feature_names,
     final_estimator,
@@ -73,7 +81,6 @@ from ._run import (
 from ._signals import Terminated
 from ._summary import cluster_sizes, format_summary, to_json, top_outliers
 
-PROG = "robustclust"
 #: NumPy's floating-point warnings: the results are checked instead (check_fit).
 _FLOATING_POINT = r"(overflow|invalid value|divide by zero|underflow) encountered"
 
@@ -174,14 +181,6 @@ def _finish(summary, session, as_json, quiet):
         click.echo(to_json(summary))
     elif not quiet:
         click.echo(format_summary(summary), nl=False)
-
-
-def _lambda_rule(options, target, s, model, noun):
-    if target is not None:
-        return target.describe(s, noun)
-    if options.lam is not None:
-        return "given"
-    return default_lambda_rule(model)
 
 
 def _fit_options(model_kwargs, *, graph, lam, save_model):
@@ -308,7 +307,7 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     degrees = data.frame["degree"].to_numpy() if graph else None
     summary.update({
         "lambda": float(est.lambda_),
-        "lambda_rule": _lambda_rule(options, outliers, s, model, noun),
+        "lambda_rule": lambda_rule(options, outliers, s, model, noun),
         "n_outliers": int(est.n_outliers_),
         "cluster_sizes": cluster_sizes(labels, n_clusters(model)),
         "top_outliers": top_outliers(data.used_labels, mask, scores, noun, degrees),
@@ -698,14 +697,14 @@ def main(argv=None):
     failed = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with _signals.handling(prefix, lambda: REPORTED):
+        with _signals.handling(prefix, error_reported):
             try:
                 status = cli.main(args, prog_name=PROG, standalone_mode=False,
                                   obj=_Session(caught))
                 failed = False
             except BaseException as exc:  # one path: _outcome
                 status, message = _outcome(exc)
-                _error(prefix, message)
+                report_error(prefix, message)
     if not failed:
         for message in _Session(caught).warning_messages():
             click.echo(f"{prefix}: warning: {one_line(message)}", err=True)
@@ -756,12 +755,3 @@ def _memory_error(exc):
     return None
 
 
-#: Whether this process has reported an error (the --workers exit timer of
-#: robustclust/cli/_dask_run.py reports an interruption only if not).
-REPORTED = False
-
-
-def _error(prefix, message):
-    global REPORTED
-    REPORTED = True
-    click.echo(f"{prefix}: error: {one_line(message)}", err=True)

@@ -42,7 +42,7 @@ from ._dataset import (
     used_rows,
 )
 from ._errors import DataError, count, first_line
-from ._models import build_estimator, describe
+from ._models import build_estimator, describe, lambda_rule
 from ._run import progress_bar, run_estimator
 
 #: Seconds to reach a --scheduler, and then for it to have a worker.
@@ -325,7 +325,6 @@ def cluster_sizes(fit):
 
 def summary(fit, options, target, scheduler, notes):
     """The fit's summary dict (the keys of the in-memory fit's, plus dataset and scheduler)."""
-    from ._commands import _lambda_rule
     from ._summary import TOP_OUTLIERS
 
     model, source = fit.model, fit.source
@@ -351,7 +350,7 @@ def summary(fit, options, target, scheduler, notes):
         "n_dropped_rows": fit.rows.n_dropped,
         "notes": list(notes),
         "lambda": float(model.lambda_),
-        "lambda_rule": _lambda_rule(options, target, model.n_outliers, model, "row"),
+        "lambda_rule": lambda_rule(options, target, model.n_outliers, model, "row"),
         "n_outliers": int(model.n_outliers_),
         "top_outliers": top_outliers(fit, TOP_OUTLIERS),
         "objective": float(model.objective_),

@@ -2,6 +2,25 @@
 
 import click
 
+#: The program's name, the first word of its error lines.
+PROG = "robustclust"
+#: Whether this process has reported an error (the --workers exit timer of
+#: robustclust/cli/_dask_run.py reports an interruption only if not).
+_reported = False
+
+
+def report_error(prefix, message):
+    """Write ``prefix: error: message`` on stderr, in one line, and remember that
+    this process reported an error (:func:`error_reported`)."""
+    global _reported
+    _reported = True
+    click.echo(f"{prefix}: error: {one_line(message)}", err=True)
+
+
+def error_reported():
+    """Whether :func:`report_error` was called in this process."""
+    return _reported
+
 
 class DataError(click.ClickException):
     """A problem with the data or a file: one line on stderr, exit status 1."""

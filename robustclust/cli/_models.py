@@ -131,6 +131,15 @@ def model_input(data):
     return normalized_adjacency_kernel(data.graph)
 
 
+def lambda_rule(options, target, s, model, noun):
+    """How lambda was set, in words: the count's target, "given", or the default rule."""
+    if target is not None:
+        return target.describe(s, noun)
+    if options.lam is not None:
+        return "given"
+    return default_lambda_rule(model)
+
+
 def default_lambda_rule(model):
     """How the default lambda of a model is set, in words (the estimator's own account)."""
     return final_estimator(model).lambda_rule()

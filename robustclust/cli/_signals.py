@@ -159,9 +159,9 @@ def cleanup_within(seconds):
     the process (see the module docstring); outside :func:`handling` (a
     library call), the block runs under its own."""
     if _STATE is None:
-        from . import _commands
+        from ._errors import PROG, error_reported
 
-        with handling(f"{_commands.PROG} fit", lambda: _commands.REPORTED, seconds):
+        with handling(f"{PROG} fit", error_reported, seconds):
             yield
         return
     state = _STATE

@@ -1,0 +1,93 @@
+"""The point sets that the robust starts and the concentration steps work on.
+
+A space answers squared distances (point to point, centre to point), places
+centres on points and takes weighted means; the starts
+(:mod:`robustclust._core.starts`) and the refinement
+(:mod:`robustclust._core.refine`) are written against it, once for the
+rows of X (:class:`PointSpace`) and for feature space through a kernel
+matrix (:class:`KernelSpace`).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms, safe_sparse_dot
+
+
+class PointSpace:
+    """Squared Euclidean distances of the rows of X (NumPy array or CSR matrix)."""
+
+    def __init__(self, X):
+        # sparse products need one dtype on both sides, and the centres are float64
+        self.X = X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X
+        #: the data for the compiled concentration steps (dense float64 or
+        #: float32 X), else None
+        self.dense = (X if isinstance(X, np.ndarray) and X.dtype in (np.float64, np.float32)
+                      and (X.flags.c_contiguous or X.flags.f_contiguous) else None)
+        self.n_samples = X.shape[0]
+        self.sq_norms = row_norms(X, squared=True).astype(np.float64, copy=False)
+
+    def point_distances(self, index):
+        """||x_i - x_n||^2 for the points ``index``, (len(index), N)."""
+        rows = self.X[index]
+        cross = np.asarray(safe_sparse_dot(rows, self.X.T, dense_output=True),
+                           dtype=np.float64)
+        return np.maximum(self.sq_norms[index, None] + self.sq_norms[None, :] - 2.0 * cross,
+                          0.0)
+
+    def points(self, index):
+        """Centres placed on the points ``index``."""
+        rows = self.X[index]
+        return np.asarray(rows.toarray() if sp.issparse(rows) else rows, dtype=np.float64)
+
+    def centre_distances(self, centres):
+        """||m_c - x_n||^2, (C, N)."""
+        cross = np.asarray(safe_sparse_dot(self.X, centres.T, dense_output=True),
+                           dtype=np.float64).T
+        sq = np.einsum("cj,cj->c", centres, centres)
+        return np.maximum(sq[:, None] + self.sq_norms[None, :] - 2.0 * cross, 0.0)
+
+    def means(self, labels, weights, centres):
+        """Weighted means of the points of each label (``weights`` 0 where trimmed);
+        a label without weight keeps its centre."""
+        C = centres.shape[0]
+        V = sp.csr_matrix((weights, (labels, np.arange(self.n_samples))),
+                          shape=(C, self.n_samples))
+        sums = np.asarray(V.sum(axis=1)).ravel()
+        new = np.asarray(safe_sparse_dot(V, self.X, dense_output=True), dtype=np.float64)
+        has = sums > 0
+        out = centres.copy()
+        out[has] = new[has] / sums[has, None]
+        return out
+
+
+class KernelSpace:
+    """Feature-space distances from a kernel matrix K; centres are coefficient rows B."""
+
+    def __init__(self, K, diag):
+        self.K = K
+        self.n_samples = K.shape[0]
+        self.sq_norms = np.asarray(diag, dtype=np.float64)
+
+    def point_distances(self, index):
+        return np.maximum(self.sq_norms[index, None] + self.sq_norms[None, :]
+                          - 2.0 * self.K[index], 0.0)
+
+    def points(self, index):
+        B = np.zeros((len(index), self.n_samples))
+        B[np.arange(len(index)), index] = 1.0
+        return B
+
+    def centre_distances(self, B):
+        BK = B @ self.K
+        sq = np.einsum("cn,cn->c", BK, B)
+        return np.maximum(sq[:, None] + self.sq_norms[None, :] - 2.0 * BK, 0.0)
+
+    def means(self, labels, weights, B):
+        C = B.shape[0]
+        V = np.zeros((C, self.n_samples))
+        V[labels, np.arange(self.n_samples)] = weights
+        sums = V.sum(axis=1)
+        has = sums > 0
+        out = B.copy()
+        out[has] = V[has] / sums[has, None]
+        return out
