@@ -6,7 +6,6 @@ import io
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.datasets import load_wine
 

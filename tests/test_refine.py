@@ -224,12 +224,12 @@ def test_command_line_refines_by_default_and_unrefined_keeps_the_paper_estimator
 
     X = contaminated(11)
     pd.DataFrame(X, columns=["a", "b"]).to_csv(tmp_path / "x.csv", index=False)
-    for flag, refine in (([], "auto"), (["--unrefined"], False)):
+    for flag, refining in (([], "auto"), (["--unrefined"], False)):
         out = tmp_path / f"out{len(flag)}.csv"
         assert main(["fit", str(tmp_path / "x.csv"), "-k", "3", "-s", "10", "--quiet",
                      "-o", str(out), *flag]) == 0
         labels = pd.read_csv(out)["cluster"].to_numpy()
-        model = RobustKMeans(3, n_outliers=10, refine=refine, random_state=0).fit(X)
+        model = RobustKMeans(3, n_outliers=10, refine=refining, random_state=0).fit(X)
         np.testing.assert_array_equal(labels, model.labels_)
     assert main(["fit", str(tmp_path / "x.csv"), "-k", "3", "-s", "10", "--method", "gmm",
                  "--unrefined"]) == 2

@@ -25,10 +25,9 @@ from robustclust import (
     RobustGaussianMixture,
     RobustKMeans,
 )
+from robustclust._core.spaces import KernelSpace, PointSpace
 from robustclust._core.starts import (
     DEFAULT_TRIM_FRACTION,
-    KernelSpace,
-    PointSpace,
     concentrate,
     robust_start,
     trim_count,

@@ -25,7 +25,7 @@ from ._models import (
 #: not change a result.
 from .._estimators.base import MAX_N_INIT  # noqa: E402
 #: Largest --n-lambdas (regularization_path's own cap).
-from .._path import MAX_N_LAMBDAS  # noqa: E402
+from .._path import MAX_N_LAMBDAS  # noqa: E402, F401  (for the commands)
 #: Largest --n-landmarks (the Nystroem features take N x M numbers).
 MAX_N_LANDMARKS = 100_000
 
