@@ -15,14 +15,17 @@ reproduce
     Reproduce Section VI of the paper into reports/paper/ (see
     :func:`robustclust._reproduce.run_reproduction`).
 
-:func:`main` imports the command line (NumPy, scikit-learn, numba: about a
-second) under the statuses of its commands: Ctrl-C meanwhile ends the
+:func:`main` first checks that ``ulimit -v`` leaves room to load the
+libraries (an OpenBLAS that cannot map its buffers while it loads retries
+for ever), then imports the command line (NumPy, scikit-learn, numba: about
+a second) under the statuses of its commands: Ctrl-C meanwhile ends the
 program with 130 and "robustclust: error: interrupted", SIGTERM / SIGHUP
 with 128 + N, and running out of memory with 1 and one line, never a
 traceback.  This module and the package's ``__init__`` import nothing heavy
 before that.
 """
 
+import os
 import signal
 import sys
 
@@ -90,8 +93,63 @@ def _error(message):
     sys.stderr.flush()
 
 
+#: Address space the command line takes once its libraries are loaded: about
+#: this much plus ``_START_BYTES_PER_THREAD`` per BLAS thread (measured on a
+#: 2-core machine: 635 MB with one OpenBLAS thread, 715 MB with two; NumPy
+#: and SciPy each bring an OpenBLAS that maps a 32 MB buffer per thread).
+_START_BYTES = 600 << 20
+_START_BYTES_PER_THREAD = 80 << 20
+
+
+def _blas_threads():
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _room_to_start():
+    """None, or (limit, need) in bytes when ``ulimit -v`` leaves too little address
+    space to load the libraries.
+
+    An OpenBLAS that cannot map its buffers while it loads retries for ever
+    (a spin in the dynamic loader that no signal handler can end), so the
+    address space is reserved once, and released, before anything is loaded.
+    """
+    limit = _address_space_limit()
+    if limit is None:
+        return None
+    need = _START_BYTES + _START_BYTES_PER_THREAD * _blas_threads()
+    try:
+        with open("/proc/self/status") as status:
+            used = next(int(line.split()[1]) << 10 for line in status
+                        if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        used = 0
+    import mmap
+
+    try:
+        mmap.mmap(-1, max(need - used, 1 << 20)).close()
+    except (OSError, ValueError, OverflowError):
+        return limit, need
+    return None
+
+
 def main(argv=None):
     """Run the ``robustclust`` command line (see :func:`robustclust.cli.main`)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    short = _room_to_start() if args not in ([], ["--help"], ["-h"], ["--version"]) else None
+    if short is not None:
+        limit, need = short
+        one = _START_BYTES + _START_BYTES_PER_THREAD
+        _error(f"out of memory while starting: ulimit -v allows {limit >> 20} MB of address "
+               f"space, and loading the libraries takes about {need >> 20} MB with "
+               f"{_blas_threads()} BLAS threads ({one >> 20} MB with OPENBLAS_NUM_THREADS=1)")
+        return 1
     try:
         run = _import_cli(argv)
     except (_Signalled, KeyboardInterrupt) as exc:
