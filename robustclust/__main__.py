@@ -31,6 +31,7 @@ import sys
 
 __all__ = ["main"]
 
+
 def _spawned_worker():
     """Whether this import runs in a process that multiprocessing's spawn is
     starting (it imports the parent's main module first, under ``__mp_main__``,
@@ -77,7 +78,7 @@ def _import_cli(argv):
         from . import cli
 
         args = sys.argv[1:] if argv is None else list(argv)
-        if args not in cli._LIGHT:
+        if args not in cli.LIGHT_ARGS:
             import importlib
 
             importlib.import_module(".cli._commands", __package__)
@@ -141,8 +142,10 @@ def _room_to_start():
 
 def main(argv=None):
     """Run the ``robustclust`` command line (see :func:`robustclust.cli.main`)."""
+    from .cli import LIGHT_ARGS  # (robustclust.cli itself loads nothing heavy)
+
     args = sys.argv[1:] if argv is None else list(argv)
-    short = _room_to_start() if args not in ([], ["--help"], ["-h"], ["--version"]) else None
+    short = _room_to_start() if args not in LIGHT_ARGS else None
     if short is not None:
         limit, need = short
         one = _START_BYTES + _START_BYTES_PER_THREAD

@@ -187,8 +187,9 @@ def _warn_refined_count(flagged, target, unrefined):
     s = target if target is not None else unrefined
     if flagged == s:
         return
+    flagged_words = "1 point is" if flagged == 1 else f"{flagged} points are"
     warnings.warn(
-        f"n_outliers={s} was asked for, but {flagged} points are flagged: the row at the "
+        f"n_outliers={s} was asked for, but {flagged_words} flagged: the row at the "
         f"boundary of the {s} farthest ties with {'kept' if flagged < s else 'flagged'} rows "
         "(repeated rows, rows on a centre, as when there are fewer distinct rows than "
         "clusters plus outliers), and tied rows are flagged all or none, whichever count "
@@ -207,9 +208,10 @@ def warn_empty_clusters(estimator, labels, n_clusters):
     empty = np.flatnonzero(sizes == 0)
     if empty.size:
         which = ", ".join(str(int(c)) for c in empty)
+        keeps = "keeps no row (cluster" if empty.size == 1 else "keep no row (clusters"
         warnings.warn(
-            f"{type(estimator).__name__}: {empty.size} of the {n_clusters} clusters keeps no "
-            f"row (cluster {which}): the data have fewer distinct rows than clusters plus "
+            f"{type(estimator).__name__}: {empty.size} of the {n_clusters} clusters {keeps} "
+            f"{which}): the data have fewer distinct rows than clusters plus "
             "outliers, or rows far from the others; fit fewer clusters, or look at the "
             "data.", ConvergenceWarning, stacklevel=6)
 

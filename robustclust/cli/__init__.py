@@ -22,14 +22,14 @@ COMMANDS = {
     "predict": "Label the rows of INPUT with a saved model (-1 for outliers).",
     "reproduce": "Reproduce Section VI of the paper into DIR (tables, figures, README.md).",
 }
-#: The arguments answered without the commands.
-_LIGHT = ([], ["--help"], ["-h"], ["--version"])
+#: The arguments answered without the commands (nor the libraries they load).
+LIGHT_ARGS = ([], ["--help"], ["-h"], ["--version"])
 
 
 def main(argv=None):
     """Run the ``robustclust`` command line (see :func:`robustclust.cli._commands.main`)."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args in _LIGHT:
+    if args in LIGHT_ARGS:
         return _light(args)
     from ._commands import main as run
 
