@@ -7,7 +7,6 @@ from .._core.components import ComponentMixtureModel
 from .._core.covariance import ComponentCovariances, Covariance
 from .._core.models import MixtureModel
 
-
 #: covariance_type -> (kind of each covariance, one per component?)
 COVARIANCE_TYPES = {
     "tied_spherical": ("spherical", False),

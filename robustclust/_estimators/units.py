@@ -1,15 +1,16 @@
 """Internal units of the linear estimators: X centred, and scaled by a power of two.
 
-Internal units.  The linear estimators centre dense data (every distance is
-expanded as ||x||^2 - 2 x.m + ||m||^2, which cancels for data far from the
-origin) and divide it by a power of two when its magnitude is extreme (above
-2^100 or below 2^-100 in float64; 2^20 / 2^-20 in float32), so that squares
-neither overflow nor underflow (:func:`power_of_two_scale`): results are the
-same for data multiplied by 10^150 or 10^-150, and a power of two changes no
+The linear estimators centre dense data (every distance is expanded as
+||x||^2 - 2 x.m + ||m||^2, which cancels for data far from the origin) and
+divide it by a power of two when its magnitude is extreme (above 2^100 or
+below 2^-100 in float64; 2^20 / 2^-20 in float32), so that squares neither
+overflow nor underflow (:func:`power_of_two_scale`): results are the same
+for data multiplied by 10^150 or 10^-150, and a power of two changes no
 rounding.  Data spanning more magnitudes than float64 squares can hold
-(10^270 between the largest and a typical value) are refused with a message.  The offset is the
-mean, or the coordinate-wise median when a few huge values would make the
-mean lose the other points' digits.  Everything stored is in the user's units.
+(10^270 between the largest and a typical value) are refused with a
+message.  The offset is the mean, or the coordinate-wise median when a few
+huge values would make the mean lose the other points' digits.  Everything
+stored is in the user's units.
 """
 
 import math
