@@ -66,9 +66,9 @@ def _raise(signum, frame):
     raise _Signalled(signum)
 
 
-def _import_cli(argv):
+def _import_cli(args):
     """The command line's ``main``, imported with SIGINT, SIGTERM and SIGHUP raising
-    (its commands too, unless ``argv`` asks for the group's help or version,
+    (its commands too, unless ``args`` ask for the group's help or version,
     which :mod:`robustclust.cli` answers without them)."""
     names = [name for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
     previous = {}
@@ -77,7 +77,6 @@ def _import_cli(argv):
             previous[name] = signal.signal(getattr(signal, name), _raise)
         from . import cli
 
-        args = sys.argv[1:] if argv is None else list(argv)
         if args not in cli.LIGHT_ARGS:
             import importlib
 
@@ -154,7 +153,7 @@ def main(argv=None):
                f"{_blas_threads()} BLAS threads ({one >> 20} MB with OPENBLAS_NUM_THREADS=1)")
         return 1
     try:
-        run = _import_cli(argv)
+        run = _import_cli(args)
     except (_Signalled, KeyboardInterrupt) as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         _error("interrupted" if signum == signal.SIGINT
@@ -175,7 +174,7 @@ def main(argv=None):
         else:
             _error(f"cannot start: {text}")
         return 1
-    return run(argv)
+    return run(args)
 
 
 def _address_space_limit():

@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .covariance_types import COVARIANCE_TYPES, start_covariance
 from .outliers import NOISE_ATTRIBUTES, check_outlier_params, warn_chi2_fallback
-from .units import _divide, _typical, power_of_two_scale
+from .units import divide_by_power_of_two, power_of_two_scale, typical_magnitude
 
 
 #: Rows of the uniform sample that seeds a fit without explicit ``init``:
@@ -150,10 +150,10 @@ def internal_units(X, w):
               > 2.0**20 * np.where(spread > 0, spread, np.maximum(sample.max(axis=0), 1.0))):
         raise ValueError("A few values dominate the mean of X (they are 2^20 spreads away "
                          "from the rest): remove or rescale them before a Dask fit.")
-    scale = power_of_two_scale(top, _typical(sample), float32)
+    scale = power_of_two_scale(top, typical_magnitude(sample), float32)
     Xi = X - offset
     if scale != 1.0:
-        Xi = _divide(Xi, scale)
+        Xi = divide_by_power_of_two(Xi, scale)
     Xi, w = dask.persist(Xi.astype(X.dtype), w)
     return Xi, w, offset, scale
 

@@ -42,8 +42,8 @@ def internal_units(X, offset=None, scale=None, norms=False):
         if scale is None:
             values = np.abs(X.data)
             top = float(values.max()) if X.nnz else 0.0
-            scale = power_of_two_scale(top, _typical(values), float32)
-        Xs = X if scale == 1.0 else _divide(X, scale)
+            scale = power_of_two_scale(top, typical_magnitude(values), float32)
+        Xs = X if scale == 1.0 else divide_by_power_of_two(X, scale)
         return (Xs, offset, scale, None) if norms else (Xs, offset, scale)
     top = None
     if offset is None:
@@ -65,14 +65,14 @@ def internal_units(X, offset=None, scale=None, norms=False):
         if top is None:
             top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
         sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000), :], xp)
-        scale = power_of_two_scale(top, _typical(np.abs(sample)), float32)
+        scale = power_of_two_scale(top, typical_magnitude(np.abs(sample)), float32)
     if scale != 1.0:
-        Xc = _divide(Xc, scale)
+        Xc = divide_by_power_of_two(Xc, scale)
         sq = None
     return (Xc, offset, scale, sq) if norms else (Xc, offset, scale)
 
 
-def _divide(X, scale):
+def divide_by_power_of_two(X, scale):
     """X / scale for a power of two, exactly (in steps when 1 / scale would overflow)."""
     exponent = -int(round(math.log2(scale)))
     while exponent:
@@ -82,7 +82,7 @@ def _divide(X, scale):
     return X
 
 
-def _typical(magnitudes):
+def typical_magnitude(magnitudes):
     """The median of the nonzero magnitudes (0 when there are none)."""
     nonzero = magnitudes[magnitudes > 0]
     return float(np.median(nonzero)) if nonzero.size else 0.0
