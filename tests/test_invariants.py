@@ -128,25 +128,19 @@ def test_predict_reproduces_the_fit_on_blobs_with_outliers(name):
                                    atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the weighted fits' predict starts each point's log-penalty MM iteration from the "
-    "unweighted prox at the fitted centres, the fit from its own path; the MM limit "
-    "depends on its start (the weighted mixture's predict flags 148 training rows where "
-    "its fit flags 80). Agreement needs a per-point rule that does not depend on a "
-    "path, a change of the core's weighted O-step (left to the core's refactoring)"))
 def test_weighted_predict_reproduces_the_fit():
+    # a count fit is refined (refine="auto"): new points are flagged below its
+    # trimming level, which separates exactly the fit's flagged rows (the
+    # penalized log-penalty fit's predict, refine=False, starts each point's MM
+    # iteration elsewhere than the fit's path and can flag other rows)
     X = make_blobs_with_outliers(n_outliers=80, random_state=0).X
     model = RobustGaussianMixture(4, n_outliers=80, penalty="log", random_state=0).fit(X)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the mixture's predict alternates E- and O-steps from O = 0 with the fitted "
-    "parameters; EM can stop at another fixed point of those steps (row 215 here: "
-    "flagged by EM, not by predict). Storing predict's fixed point changes the count "
-    "(a count fit of 42 came out at 41): agreement needs the count search to evaluate "
-    "that rule, a change of the core's count search (left to the core's refactoring)"))
 def test_mixture_predict_reproduces_the_fit():
+    # refined, as above (the penalized fit's EM can stop at another fixed point of
+    # predict's E- and O-steps)
     X = make_blobs_with_outliers(n_outliers=40, random_state=1).X
     model = fitted("mixture", X, 4, 40)
     np.testing.assert_array_equal(model.predict(X), model.labels_)

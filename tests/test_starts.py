@@ -119,7 +119,8 @@ def test_a_row_at_1e6_is_flagged(params, count, seed):
 MIXTURE_SIGMA = (
     "not the start: in the mixture's variance update (eq. (27)) the penalty "
     "lam ||o_n|| / sigma of a far point pulls sigma up by lam sum_n ||o_n|| / (2 N P), "
-    "and a sigma ten times the clusters' merges the components")
+    "and a sigma ten times the clusters' merges the components; the linear mixture's "
+    "trimmed refinement (refine='auto') removes it, the kernel mixture has none yet")
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -136,7 +137,6 @@ def test_the_mixture_starts_from_the_clusters_despite_a_row_at_1e6(seed):
     assert left_out[-1] and left_out.sum() == 1
 
 
-@pytest.mark.xfail(strict=True, reason=MIXTURE_SIGMA)
 def test_a_row_at_1e6_is_flagged_by_the_mixture():
     X, y = blobs()
     X = np.vstack([X, [1e6, 0.0, 0.0]])
@@ -171,7 +171,6 @@ def test_planted_far_outliers_are_all_caught(weighted, n_far, seed):
             assert model.n_outliers_ == n_far
 
 
-@pytest.mark.xfail(strict=True, reason=MIXTURE_SIGMA)
 def test_planted_far_outliers_are_all_caught_by_the_mixture():
     results = []
     for n_far in range(1, 6):
@@ -510,12 +509,15 @@ def test_the_mixtures_default_count_above_the_starts_trim_is_fitted_as_n_outlier
     default = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0).fit(X)
     s = default.n_outliers_
     assert s > 0.2 * len(X)
+    # the default flags its noise model's points; the count given flags the s least
+    # likely under the mixture: the same count, nearly the same points
+    np.testing.assert_array_equal(default.outlier_mask_, default.outlier_probability_ > 0.5)
     given = RobustGaussianMixture(3, n_outliers=s, covariance_type=covariance_type,
                                   random_state=0).fit(X)
-    np.testing.assert_array_equal(default.outlier_mask_, given.outlier_mask_)
-    np.testing.assert_allclose(default.means_, given.means_, rtol=1e-12)
-    np.testing.assert_allclose(default.covariances_, given.covariances_, rtol=1e-12)
+    assert given.n_outliers_ == s
+    assert np.mean(default.outlier_mask_ == given.outlier_mask_) >= 0.95
     assert default.outlier_mask_[300:].mean() >= 0.85
+    assert given.outlier_mask_[300:].mean() >= 0.85
 
 
 def test_the_mixture_fits_each_distinct_k_means_start_once(monkeypatch):

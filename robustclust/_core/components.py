@@ -101,7 +101,8 @@ from .backend import (
     take,
     where,
 )
-from .covariance import ComponentCovariances, consistency_factor, constrain_eigenvalues
+from .covariance import (ComponentCovariances, consistency_factor, constrain_eigenvalues,
+                         factorable_floor)
 from .geometry import row_sq_distances, row_sq_norms
 from .models import _TINY, MixtureBase, MixtureModel, posteriors
 from .state import Outliers, State, no_outliers
@@ -340,7 +341,6 @@ class ComponentMixtureModel(MixtureBase):
         """eq. (26) per component (module notes), floored and ratio-bounded."""
         xp = solver.xp
         g = solver.geometry
-        p = self.dim
         host = solver.to_host
         nk_h = np.asarray(host(nk), dtype=np.float64)
         kind = self.kind
@@ -364,20 +364,37 @@ class ComponentMixtureModel(MixtureBase):
                     S = S + np.einsum("kc,ki,kj->cij", coef, O, O)
                 else:
                     S = S + coef.T @ (O * O)
+        return self.covariances_from_scatter(S, nk_h, a)
+
+    def covariances_from_scatter(self, S, nk, a=None):
+        """Sigma_c of eq. (26) from the components' scatters, floored and ratio-bounded.
+
+        ``S``: sum_n gamma_nc (y_n - m_c)(y_n - m_c)^T per component, (C, p, p)
+        for "full", its diagonal (C, p) for "diag" and "spherical" (plus the
+        majorizer's outlier term); ``nk``: N_c, (C,); ``a``: the linear
+        outlier term of eq. (27) per component (spherical; None for none).
+        The exact minimizer over the floor and the eigenvalue-ratio bound
+        (:func:`~robustclust._core.covariance.constrain_eigenvalues`); the
+        EM step and the trimmed refinement
+        (:mod:`robustclust._core.trimmed_mixture`) both end in it.
+        """
+        p = self.dim
         ratio = self.eigenvalue_ratio
-        if kind == "spherical":
+        nk_h = np.asarray(nk, dtype=np.float64)
+        if self.kind == "spherical":
             trace = S.sum(axis=1)
             values = constrain_eigenvalues(nk_h * p, trace / (nk_h * p), a,
                                            self.reg_covar, ratio)
-        elif kind == "diag":
+        elif self.kind == "diag":
             values = constrain_eigenvalues(nk_h[:, None], S / nk_h[:, None], None,
                                            self.reg_covar, ratio)
         else:
             B = S / nk_h[:, None, None]
             vals, vecs = np.linalg.eigh((B + np.swapaxes(B, 1, 2)) / 2)
-            vals = constrain_eigenvalues(nk_h[:, None], vals, None, self.reg_covar, ratio)
+            vals = constrain_eigenvalues(nk_h[:, None], vals, None,
+                                         factorable_floor(vals, self.reg_covar), ratio)
             values = np.einsum("cij,cj,ckj->cik", vecs, vals, vecs)
-        return ComponentCovariances(kind, values, p)
+        return ComponentCovariances(self.kind, values, p)
 
     def constrain(self, covs, weights_host, n):
         """Covariances clipped onto the floor and eigenvalue-ratio constraints.

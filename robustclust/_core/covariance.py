@@ -299,10 +299,28 @@ def floor_covariance(kind, B_over_N, reg_covar):
         if _above(B, reg_covar):  # no eigenvalue to clip: B itself, exactly
             return B
         vals, vecs = np.linalg.eigh(B)
-        return (vecs * np.maximum(vals, reg_covar)) @ vecs.T
+        return (vecs * np.maximum(vals, factorable_floor(vals, reg_covar))) @ vecs.T
     if kind == "spherical":
         return max(float(B_over_N), reg_covar)
     return np.maximum(B_over_N, reg_covar)
+
+
+#: The smallest eigenvalue a full covariance keeps, relative to its largest: a
+#: matrix rebuilt from its eigenvalues carries rounding errors of about 2e-16
+#: of the largest, so one more ill-conditioned than this is not positive
+#: definite in float64 (one row 1e150 from clusters of sd 0.5).
+RELATIVE_FLOOR = 1e-12
+
+
+def factorable_floor(eigenvalues, floor):
+    """The floor of a full covariance step: ``floor``, or RELATIVE_FLOOR times the
+    largest eigenvalue when that is more (only matrices float64 cannot factor
+    otherwise are changed); no floor stays none (``reg_covar=0``: a singular
+    step is an error)."""
+    if not floor > 0:
+        return float(floor)
+    top = float(np.max(eigenvalues)) if np.size(eigenvalues) else 0.0
+    return max(float(floor), RELATIVE_FLOOR * top if math.isfinite(top) else 0.0)
 
 
 def _above(B, floor):
@@ -425,7 +443,7 @@ def bound_covariance(kind, B_over_N, n, reg_covar, ratio=None):
         return floor_covariance(kind, B_over_N, reg_covar)
     if kind == "full":
         vals, vecs = np.linalg.eigh((B_over_N + B_over_N.T) / 2)
-        vals = constrain_eigenvalues(n, vals, None, reg_covar, ratio)
+        vals = constrain_eigenvalues(n, vals, None, factorable_floor(vals, reg_covar), ratio)
         return (vecs * vals) @ vecs.T
     if kind == "spherical":
         return max(float(B_over_N), reg_covar)

@@ -18,8 +18,24 @@ COVARIANCE_TYPES = {
 }
 
 
+#: The eigenvalue-ratio bound of ``eigenvalue_ratio="auto"`` for the per-component
+#: types (tclust's ``restr.fact`` default; the tied types are not bounded).
+DEFAULT_EIGENVALUE_RATIO = 12.0
+
+
+def eigenvalue_bound(covariance_type, eigenvalue_ratio):
+    """The bound an ``eigenvalue_ratio`` parameter means for a covariance type:
+    ``"auto"`` is DEFAULT_EIGENVALUE_RATIO for the per-component types and no
+    bound (None) for the tied ones; a number or None is itself."""
+    if isinstance(eigenvalue_ratio, str) and eigenvalue_ratio == "auto":
+        return DEFAULT_EIGENVALUE_RATIO if COVARIANCE_TYPES[covariance_type][1] else None
+    return eigenvalue_ratio
+
+
 def make_mixture_model(covariance_type, n_components, reg_covar, dim, eigenvalue_ratio=None):
-    """The model of a ``covariance_type``: common (tied_*) or per-component covariances."""
+    """The model of a ``covariance_type``: common (tied_*) or per-component covariances;
+    ``eigenvalue_ratio`` as the estimators' parameter (:func:`eigenvalue_bound`)."""
+    eigenvalue_ratio = eigenvalue_bound(covariance_type, eigenvalue_ratio)
     kind, per_component = COVARIANCE_TYPES[covariance_type]
     if per_component:
         return ComponentMixtureModel(n_components, kind, reg_covar, dim, eigenvalue_ratio)

@@ -40,7 +40,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .covariance_types import COVARIANCE_TYPES, start_covariance
+from .covariance_types import COVARIANCE_TYPES, eigenvalue_bound, start_covariance
 from .outliers import NOISE_ATTRIBUTES, check_outlier_params, warn_chi2_fallback
 from .units import divide_by_power_of_two, power_of_two_scale, typical_magnitude
 
@@ -426,7 +426,8 @@ def _fit_mixture(estimator, X):
     # mean_variance of the internal data (1 when it is constant)
     variance = float(da.mean(Xi.astype(np.float64).var(axis=0)).compute())
     estimator._covar_floor = estimator.reg_covar * (variance if variance > 0 else 1.0)
-    model = MixtureModel(C, kind, estimator._covar_floor, p, estimator.eigenvalue_ratio)
+    model = MixtureModel(C, kind, estimator._covar_floor, p,
+                         eigenvalue_bound(estimator.covariance_type, estimator.eigenvalue_ratio))
     model.start_weights = estimator._start_weights
     if estimator._start_precisions is not None:
         model.start_covariance = start_covariance(estimator._start_precisions,

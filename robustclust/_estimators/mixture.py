@@ -21,6 +21,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
 from .._core.starts import kmeans_parallel_in_memory, trim_count
+from .._core.trimmed_mixture import flag_points, refine_mixture
 from .base import (
     MAX_ITER,
     MAX_N_INIT,
@@ -225,7 +226,8 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         stopped.
     reg_covar : float, default=1e-6
         Floor on the eigenvalues (variances) of Sigma, relative to the mean
-        per-feature variance of X (so that rescaling X rescales the fit and
+        per-feature robust variance of X (squared normalised MADs, so that
+        far rows do not raise it, and rescaling X rescales the fit and
         changes nothing else).  It keeps Sigma positive definite without
         breaking the monotone decrease of the cost (the floored step is the
         exact minimizer over {Sigma >= floor I}).  Unlike scikit-learn's, it is
@@ -402,7 +404,9 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         "max_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
-        "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), None],
+        "eigenvalue_ratio": [Interval(Real, 1, None, closed="left"), StrOptions({"auto"}),
+                             None],
+        "refine": [StrOptions({"auto"}), "boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -413,7 +417,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     def __init__(self, n_components=1, *, lam=None, n_outliers=None,
                  covariance_type="tied_spherical", penalty="group", eps=None, init="robust",
                  n_init="auto", max_iter=300, tol=1e-4, reg_covar=1e-6, eigenvalue_ratio=None,
-                 random_state=None, verbose=0, **renamed):
+                 refine="auto", random_state=None, verbose=0, **renamed):
         self.n_components = n_components
         self.lam = lam
         self.n_outliers = n_outliers
@@ -426,6 +430,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         self.tol = tol
         self.reg_covar = reg_covar
         self.eigenvalue_ratio = eigenvalue_ratio
+        self.refine = refine
         self.random_state = random_state
         self.verbose = verbose
         self._take_renamed(renamed)
@@ -433,7 +438,13 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     _n_clusters_name = "n_components"
     _lambda_unit = 1.0
     _dask_fit = "mixture"
-    _optional_state_names = NoiseDefaultMixin._noise_state_names
+    _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "_flags_noise_points",
+                             "_refined", "log_density_threshold_",
+                             *NoiseDefaultMixin._noise_state_names)
+    #: Whether the fit was refined: new points then get the refined model's rule.
+    _refined = False
+    #: A default-count fit runs the penalized fit before its refinement.
+    _fit_before_fixed_refinement = True
     _fitted_state_names = (
         "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
         "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_", "converged_",
@@ -466,6 +477,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
 
     def _check_init(self, X):
         self._n_init = 1 if self.n_init == "auto" else self.n_init
+        self._trim_level = None  # set by a refinement (_refine)
         C, p = self.n_components, X.shape[1]
         start, means, weights, precisions = init_parts(self.init)
         self._start = start
@@ -510,6 +522,21 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
                                                       self.covariance_type, self._scale,
                                                       geometry.dim)
         return model
+
+    def _refine_unsupported(self, problem):
+        g = problem.solver.geometry
+        if g.sparse:
+            return "needs dense input (the trimmed refinement of a mixture)"
+        if not g.is_numpy:
+            return "needs NumPy input (the trimmed refinement of a mixture)"
+        return None
+
+    def _refine(self, problem, state, lam, fixed=None):
+        """The trimmed-likelihood refinement (:func:`refine_mixture`); lambda_ stays
+        that of the penalized fit, and the refined rule for new points is the
+        trimming level (``log_density_threshold_``)."""
+        refined, self._trim_level, history = refine_mixture(problem, state, fixed)
+        return refined, lam, history
 
     def _make_penalties(self, geometry, sample_weight):
         self._eps = 1e-3 if self.eps is None else float(self.eps)
@@ -582,6 +609,10 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         self.outlier_vectors_ = (outlier_matrix(problem, state, problem.dtype) if g.is_numpy
                                  else None)  # SciPy: NumPy input only
         self.eps_ = self._eps
+        level = self._trim_level
+        self.log_density_threshold_ = (
+            None if level is None or not math.isfinite(level)
+            else float(level) - g.dim * math.log(s))  # score_samples' units
         if self.n_outliers_ == n:
             warnings.warn(
                 f"Every point is flagged (lambda_={self.lambda_:.3g}): with the log "
@@ -644,6 +675,32 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         return self.fit(X).labels_
 
     # -- new points ----------------------------------------------------------------------
+    def _assign(self, X):
+        """The fitted rule on new points.  A refined model flags the points whose
+        log-density (``score_samples``) is below ``log_density_threshold_`` (the
+        trimming level that separates its fit's flagged points from the
+        others); one that flagged the default count's noise points flags the
+        new points its noise model calls noise (probability above 0.5).  Both
+        give a flagged point o = r (:func:`flag_points`) and the o = 0
+        posteriors.  An unrefined model runs its fit's O- and E-steps."""
+        noise = getattr(self, "_flags_noise_points", False)
+        if not (noise or self._refined):
+            return super()._assign(X)
+        solver, clean = self._clean(X)
+        g = solver.geometry
+        if noise:
+            if getattr(self, "_noise_model", None) is None:
+                raise ValueError("this model flags the points its noise model calls noise, "
+                                 "and its noise model is missing: fit it again.")
+            Xi = to_numpy(g.X, g.xp)
+            flagged = self._noise_model.noise_probability(
+                Xi.toarray() if sp.issparse(Xi) else np.asarray(Xi, dtype=np.float64)) > 0.5
+        else:
+            level = self.log_density_threshold_
+            log_density = -np.asarray(to_numpy(clean.point_costs), dtype=np.float64)
+            flagged = (np.zeros(g.n_samples, dtype=bool) if level is None
+                       else log_density < level + g.dim * math.log(self._scale))
+        return solver, flag_points(solver, clean, flagged)
 
     def predict_proba(self, X):
         """Posteriors gamma of each point (with its outlier vector), (n_samples, C).
@@ -800,12 +857,23 @@ def check_mixture_weights(estimator):
 
 
 def mean_variance(X):
-    """Mean per-feature variance of X (1 when X is constant)."""
+    """Mean per-feature robust variance of X (1 when X is constant): the scale of the
+    ``reg_covar`` floor.
+
+    Each feature's variance is its squared normalised MAD, (1.4826 MAD)^2,
+    the variance of a Gaussian feature, so that a few far rows do not raise
+    the floor (one row at 1e6 from clusters of sd 0.5 gives a variance of
+    5e9, and a floor of 1e-6 of it would merge the clusters); a feature
+    whose MAD is 0 (more than half its values equal) counts its variance.
+    Sparse X: the variances (their medians are mostly 0).
+    """
     if sp.issparse(X):
         mean = np.asarray(X.mean(axis=0)).ravel()
         var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
     else:
-        X = to_numpy(X)
-        var = X.var(axis=0)
+        X = np.asarray(to_numpy(X), dtype=np.float64)
+        median = np.median(X, axis=0)
+        mad = 1.4826 * np.median(np.abs(X - median), axis=0)
+        var = np.where(mad > 0, mad * mad, X.var(axis=0))
     v = float(np.mean(var))
-    return v if v > 0 else 1.0
+    return v if v > 0 and math.isfinite(v) else 1.0
