@@ -78,6 +78,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse
 import pytest
 
 HERE = Path(__file__).parent / "characterization"
@@ -105,13 +106,25 @@ SETTLED = {"rkm_hard_lam", "rkm_hard_random_init", "rkm_soft_lam", "erkm_hard_la
 
 @pytest.fixture(autouse=True)
 def earlier_mixture_rule(monkeypatch):
-    """The mixtures' stopping rule and tolerance of the recording."""
+    """The mixtures' stopping rule, tolerance, floor and estimator of the recording."""
     from robustclust import KernelRobustGaussianMixture, RobustGaussianMixture
     from robustclust._core.models import MixtureModel
+    from robustclust._estimators import mixture
 
     monkeypatch.setattr(MixtureModel, "stops_on_objective", False)
     for cls in (RobustGaussianMixture, KernelRobustGaussianMixture):
         monkeypatch.setitem(cls.__init__.__kwdefaults__, "tol", 1e-6)
+    # the reg_covar floor was relative to the features' variances (now their MADs)
+    # and the fits were not refined (refine="auto" now refines the count fits)
+    robust = mixture.mean_variance  # sparse X: the variances still
+
+    def variances(X):
+        if scipy.sparse.issparse(X):
+            return robust(X)
+        return float(np.mean(np.asarray(X).var(axis=0))) or 1.0
+
+    monkeypatch.setattr(mixture, "mean_variance", variances)
+    monkeypatch.setitem(RobustGaussianMixture.__init__.__kwdefaults__, "refine", False)
 
 
 def recorded(name):

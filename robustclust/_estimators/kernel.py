@@ -805,7 +805,10 @@ class KernelRobustGaussianMixture(_KernelEstimator):
             self.n_components, lam=lam, n_outliers=self.n_outliers,
             covariance_type="tied_spherical", penalty=self.penalty, eps=self.eps, init=init,
             n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
-            reg_covar=self.reg_covar, random_state=self.random_state, verbose=self.verbose)
+            reg_covar=self.reg_covar, random_state=self.random_state, verbose=self.verbose,
+            # the exact kernel mixture has no trimmed refinement: the Nystroem
+            # features are fitted by the same (penalized) estimator
+            refine=False)
 
     def _store_model(self, problem, state):
         self._store_kernel_state(problem, state)

@@ -233,7 +233,7 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         exact minimizer over {Sigma >= floor I}).  Unlike scikit-learn's, it is
         a floor, not added to every variance: at lam = inf with
         ``reg_covar=0`` the fit is scikit-learn's with ``reg_covar=0``.
-    eigenvalue_ratio : float >= 1, default=None
+    eigenvalue_ratio : float >= 1, "auto" or None, default=None
         Bound on the ratio of the largest to the smallest eigenvalue over all
         covariances (every component and direction), as tclust's
         ``restr.fact``: each covariance step clips all eigenvalues into
@@ -243,6 +243,21 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         a component from collapsing onto a few points (the likelihood of
         per-component covariances is unbounded otherwise) and a tied
         covariance from becoming nearly singular.  None: the floor only.
+        ``"auto"``: 12 (tclust's ``restr.fact`` default) for the
+        per-component types, None for the tied ones.
+    refine : {"auto", True, False}, default="auto"
+        Trimmed-likelihood refinement (see Notes): concentration steps from
+        the penalized fit and from every start, each an E-step, the s
+        least likely points trimmed and an M-step on the others; the best
+        by the trimmed likelihood is kept and exactly s points are flagged
+        (fewer or more only when equal rows tie at the boundary; a warning
+        says so).  ``"auto"`` refines when a count is given or estimated
+        (the default count: its noise points are the trimmed set) and the
+        input is dense NumPy; True refines every fit (ValueError where it
+        cannot); False keeps the paper's estimator, whose covariance step
+        (eq. (27)) grows with lam sum_n ||o_n||: one row far enough away
+        (1e6 from three clusters of sd 0.5) merges the components although
+        it is flagged.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -293,7 +308,21 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         noise model's expected fraction of points drawn from its Gaussian
         clusters whose outlier probability exceeds 0.5 (None likewise).
     objective_ : float
-        Final cost of eq. (8) (its log-penalty version with ``penalty="log"``).
+        Final cost of eq. (8) (its log-penalty version with ``penalty="log"``);
+        after refinement, minus the log-likelihood of the kept points.
+    trimmed_cost_ : float
+        Minus the log-likelihood of all but the s least likely points at the
+        fitted parameters (the refinement's cost).
+    refine_history_ : ndarray
+        That cost after each concentration step of the kept candidate
+        (non-increasing); empty when not refined.
+    unrefined_lambda_ : float
+        lambda of the penalized fit (a refined fit keeps it as ``lambda_``
+        too; it flags by its trimming level).
+    log_density_threshold_ : float or None
+        A refined fit's trimming level: the points whose ``score_samples``
+        is below it are flagged, the training rows (exactly its outliers)
+        and new points alike.  None when not refined.
     objective_history_ : ndarray
         Cost after each EM iteration of the final run.
     n_iter_ : int
@@ -361,6 +390,18 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     iteration, on a random sample of at most 50,000 rows (standardised
     digits, 10 components: a default fit takes 4.5 s of CPU, 3.7 s of it the
     noise model's EM, against 1.3 s with the chi^2 rule).
+
+    **Refinement** (``refine``; :mod:`robustclust._core.trimmed_mixture`).
+    The trimmed likelihood of tclust's mixture variant (Neykov et al. 2007;
+    Garcia-Escudero et al. 2008) is maximized over the parameters and a set
+    of s trimmed points by concentration steps whose trimmed likelihood
+    never falls; the M-step sees the kept points only, so a flagged point
+    moves nothing, however far.  Where it differs from tclust: soft
+    posteriors (tclust's ``opt="mixture"``), and the tied covariance types.
+    Where it differs from eq. (8) with an l0 penalty: a flagged point there
+    still costs -log max_c pi_c N(m_c; m_c, Sigma_c), which rewards
+    shrinking Sigma; trimming drops it.  Sparse and non-NumPy input are
+    not refined with ``"auto"``.
 
     **Default lambda** (``lam="chi2"``, and sparse data, more than
     256 features or Dask input).  lam = sqrt(chi^2_p quantile(0.999)): a
@@ -526,10 +567,23 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     def _refine_unsupported(self, problem):
         g = problem.solver.geometry
         if g.sparse:
-            return "needs dense input (the trimmed refinement of a mixture)"
+            return "needs dense input"
         if not g.is_numpy:
-            return "needs NumPy input (the trimmed refinement of a mixture)"
+            return "needs NumPy input"
         return None
+
+    def _refining(self, problem):
+        """As the estimators' rule; ``refine="auto"`` says when the input keeps a
+        count fit from being refined (sparse or non-NumPy input)."""
+        refining = super()._refining(problem)
+        if self.refine == "auto" and not refining and problem.target is not None:
+            why = self._refine_unsupported(problem)
+            if why is not None:
+                warnings.warn(f"this count fit is not refined: the mixture's trimmed "
+                              f"refinement {why}; the penalized fit of eq. (8) is kept "
+                              "(refine=False says so and silences this).", UserWarning,
+                              stacklevel=6)
+        return refining
 
     def _refine(self, problem, state, lam, fixed=None):
         """The trimmed-likelihood refinement (:func:`refine_mixture`); lambda_ stays
