@@ -46,7 +46,7 @@ def test_one_far_point_is_flagged_and_breaks_nothing(distance, covariance_type, 
     assert np.abs(np.sort(model.means_[:, 0]) - [0.0, 0.0, 6.0]).max() < 0.3
 
 
-def _trimmed_cost(model, X, weights, means, cov, s):
+def _trimmed_cost(X, weights, means, cov, s):
     ell = logsumexp(log_densities(X, weights, means, cov), axis=1)
     return -np.sort(ell)[s:].sum()
 
@@ -74,7 +74,7 @@ def test_the_trimmed_likelihood_never_falls(seed, covariance_type, s):
     assert result.trimmed.sum() == s
     # the returned cost is the trimmed cost at the returned parameters
     assert result.cost == pytest.approx(
-        _trimmed_cost(model, X, result.weights, result.means, result.covariance, s), rel=1e-10)
+        _trimmed_cost(X, result.weights, result.means, result.covariance, s), rel=1e-10)
     # the trimmed points are the s least likely
     ell = result.log_density
     if 0 < s < len(X):
