@@ -368,9 +368,13 @@ def test_mixture_chi2_rule_is_the_earlier_default(data, covariance_type):
     assert m.lambda_ == pytest.approx(lam, rel=1e-12)
     assert m.n_outliers_ == count
     np.testing.assert_array_equal(np.flatnonzero(m.outlier_mask_), flagged)
-    assert m.objective_ == pytest.approx(objective, rel=1e-9)
-    assert float(np.sum(m.means_)) == pytest.approx(means_sum, rel=1e-9, abs=1e-9)
-    assert float(np.sum(m.covariances_)) == pytest.approx(cov_sum, rel=1e-9)
+    # EM now stops as scikit-learn's, one iteration after its test: that iteration
+    # lowers the recorded cost (by at most 1e-5 of it here) and moves the
+    # parameters by a fraction of tol's worth of likelihood (measured: the sum of
+    # the covariances by at most 0.4%, of the means by at most 0.015 absolute)
+    assert objective * (1 - 1e-4) <= m.objective_ <= objective * (1 + 1e-12)
+    assert float(np.sum(m.means_)) == pytest.approx(means_sum, abs=0.05)
+    assert float(np.sum(m.covariances_)) == pytest.approx(cov_sum, rel=1e-2)
     assert m.outlier_probability_ is None and m.noise_proportion_ is None
     assert m.lambda_rule() == CHI2_RULE
 

@@ -874,7 +874,7 @@ class DaskMixtureSolver(DaskSolver):
         model = self.model
         if state.pending is None:
             state = self._state_from(self._pass(prev=self._prev(state), means=True), state)
-        history, converged, it = [], False, 0
+        history, converged, settled, it = [], False, False, 0
         for it in range(1, max_iter + 1):
             previous = state
             centers, weights = model.means_and_weights(state.pending["resp_totals"],
@@ -891,8 +891,10 @@ class DaskMixtureSolver(DaskSolver):
             if self.verbose:
                 print(f"  iteration {it}: objective {state.objective:.6g}, "
                       f"outliers {state.n_outliers}")
-            converged = (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
-                         and np.array_equal(previous.flagged.index, state.flagged.index))
+            converged = settled    # one iteration after the test, as Solver.run
+            settled = settled or (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
+                                  and np.array_equal(previous.flagged.index,
+                                                     state.flagged.index))
             if converged:
                 break
         return state.finished(history, it, converged)

@@ -21,10 +21,19 @@ The stopping rule of K-means is the paper's ||M_t - M_{t-1}||_F <= tol
 converged solution with a new penalty must let O settle too.  The mixture's
 EM converges linearly, often slowly (a mean moving by 1e-8 per iteration
 after hundreds of iterations), so it stops as scikit-learn's GaussianMixture
-and mclust do, on the objective: when an iteration lowers the cost of
-eq. (8) by at most tol per unit of sample weight and leaves the flagged set
-as it was (two iterations of the run at least: a run's first objective may
-be that of another penalty).
+and mclust do, on the objective: once an iteration has lowered the cost of
+eq. (8) by at most tol per unit of sample weight and left the flagged set as
+it was, one more iteration runs and the run stops.  That is scikit-learn's
+``tol``: its test compares the bounds of the two previous parameter sets
+(each E-step scores the parameters before the M-step that follows) and it
+returns the parameters of the M-step after the test, so at lam = inf both
+stop after the same number of iterations with the same parameters.  Two
+differences remain: scikit-learn's first test compares the initial
+parameters' bound, ours waits for the second iteration of the run (its
+first objective may be that of another penalty), so from a start already
+within tol of convergence scikit-learn stops one iteration sooner; and the
+test is ``<=`` here, ``<`` there, so ``tol=0`` stops on an iteration that
+changes the cost by nothing at all, where scikit-learn runs ``max_iter``.
 """
 
 import math
@@ -252,7 +261,7 @@ class Solver:
         if on_objective:
             gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
         with blas_limits(self):
-            history, converged, it = [], False, 0
+            history, converged, settled, it = [], False, False, 0
             for it in range(1, max_iter + 1):
                 previous = state
                 state, (c_shift, c_norm, o_shift, o_norm) = stepper.step(state)
@@ -262,8 +271,10 @@ class Solver:
                     print(f"  iteration {it}: objective {state.objective:.6g}, "
                           f"outliers {state.n_outliers}")
                 if on_objective:
-                    converged = (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
-                                 and _same_flagged(previous.outliers, state.outliers, self.xp))
+                    converged = settled
+                    settled = settled or (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
+                                          and _same_flagged(previous.outliers, state.outliers,
+                                                            self.xp))
                 elif settle == "centres":
                     converged = (it > 1 and c_shift <= tol * c_norm
                                  and _same_flagged(previous.outliers, state.outliers, self.xp))

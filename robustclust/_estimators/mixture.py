@@ -218,9 +218,12 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     tol : float, default=1e-4
         Stop when an EM iteration lowers the cost of eq. (8) (negative
         log-likelihood plus penalty) by at most ``tol`` per unit of sample
-        weight and leaves the flagged set unchanged: scikit-learn's
-        GaussianMixture rule (its default, 1e-3, is looser; mclust's relative
-        1e-5 is about 4e-5 per point on the paper's data).  EM converges
+        weight and leaves the flagged set unchanged, then run one iteration
+        more: scikit-learn's GaussianMixture rule (the change in the mean
+        per-point log-likelihood bound), so at ``lam=np.inf`` both stop
+        after the same iterations with the same parameters at any ``tol``
+        (its default, 1e-3, is looser; mclust's relative 1e-5 is about 4e-5
+        per point on the paper's data).  EM converges
         linearly: on the paper's 80-outlier set, the old rule (means moving by
         less than 1e-6 of their norm) took 300 iterations and still had not
         stopped.
