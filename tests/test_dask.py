@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -558,6 +559,31 @@ def test_per_component_covariances_are_refused_on_dask_with_the_supported_types(
                        "'tied'"):
         RobustGaussianMixture(N_CLUSTERS, lam=3.0, covariance_type=covariance_type,
                               n_init=1).fit(_blocks(X, 3))
+
+
+@pytest.mark.parametrize("estimator", [RobustKMeans, RobustGaussianMixture])
+def test_a_dask_count_fit_says_it_is_not_refined(client, estimator):
+    # in memory refine="auto" refines a count fit; on Dask the penalized fit of the
+    # count is kept, and the fit says so instead of differing silently
+    X = _data(seed=44)
+    Xd = _blocks(X, 3)
+    kw = dict(n_outliers=60, init=_init(X), n_init=1)
+    with pytest.warns(UserWarning, match="this count fit on Dask data is not refined: the "
+                      "trimmed refinement runs on NumPy input only") as record:
+        m = estimator(N_CLUSTERS, **kw).fit(Xd)
+    assert all(w.filename == __file__ for w in record
+               if "not refined" in str(w.message))     # the user's line
+    ref = estimator(N_CLUSTERS, refine=False, **kw).fit(X)
+    np.testing.assert_array_equal(m.outlier_indices_, ref.outlier_indices_)
+    refined = estimator(N_CLUSTERS, **kw).fit(X)
+    assert refined.trimmed_cost_ <= ref.trimmed_cost_
+    with pytest.raises(ValueError, match="refine=True needs NumPy input: the trimmed "
+                       "refinement does not run on Dask arrays yet"):
+        estimator(N_CLUSTERS, refine=True, **kw).fit(Xd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # refine=False, or no count: nothing to say
+        estimator(N_CLUSTERS, refine=False, **kw).fit(Xd)
+        estimator(N_CLUSTERS, lam=3.0, init=kw["init"], n_init=1).fit(Xd)
 
 
 @pytest.mark.parametrize("covariance_type", COVARIANCES)

@@ -169,6 +169,26 @@ def _check_supported(estimator):
                          "penalty='group' or 'log', or compute the data to numpy first.")
 
 
+def _check_refine(estimator, target, stacklevel):
+    """A Dask fit is not refined (the trimmed refinement runs on NumPy input):
+    ``refine=True`` is an error, and ``refine="auto"`` with a count, which
+    would refine the same fit in memory, says so."""
+    refine = getattr(estimator, "refine", False)
+    if refine is False:
+        return
+    if refine is True:
+        raise ValueError("refine=True needs NumPy input: the trimmed refinement does not run "
+                         "on Dask arrays yet; use refine='auto' or False, or compute the data "
+                         "to numpy first.")
+    if target is None or (not _is_mixture(estimator)
+                          and estimator._refine_unsupported(None) is not None):
+        return  # no count, or a fit that is not refined in memory either
+    warnings.warn("this count fit on Dask data is not refined: the trimmed refinement runs on "
+                  "NumPy input only, so the penalized fit of the count is kept and differs "
+                  "from the refined fit of the same data in memory (refine=False says so "
+                  "and silences this).", UserWarning, stacklevel=stacklevel)
+
+
 def _sample_start(estimator, X, w, target, rng):
     """Initial centres (user units): the in-memory estimator fitted on a uniform sample."""
     n = X.shape[0]
@@ -258,6 +278,7 @@ def fit_dask(estimator, X, sample_weight=None):
     w = _weights(sample_weight, X)
     n, p = X.shape
     target = check_outlier_params(estimator, n, estimator.n_clusters)
+    _check_refine(estimator, target, stacklevel=6)
     estimator._check_init(X)
     Xi, w, offset, scale = _input_attributes(estimator, X, w, names)
     if estimator.eps is not None:
@@ -419,6 +440,7 @@ def _fit_mixture(estimator, X):
     n, p = X.shape
     C = estimator.n_components
     target = check_outlier_params(estimator, n, C)
+    _check_refine(estimator, target, stacklevel=7)
     estimator._check_init(X)
     if estimator._lam_value == 0:
         raise ValueError(MixtureModel.zero_lambda_message)

@@ -144,7 +144,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         is then the question, and eq. (3) is the problem that count
         defines) for hard K-means (``fuzzifier=1``) with
         ``penalty="group"`` (the steps run on a host
-        copy of X for other array namespaces; a Dask fit is not refined);
+        copy of X for other array namespaces; a Dask fit is not refined
+        and warns where it would be);
         otherwise the paper's estimator is returned as is.  ``True``
         refines those fits whatever sets lambda (s is then the number of
         points the fit flags) and raises ValueError for the others;

@@ -394,8 +394,8 @@ def _fit_dataset(session, input, outliers, lam, columns, drop_missing, output, p
                 os.path.abspath(dest["output"]):
             raise click.UsageError(f"-o/--output and --save-model name the same file {output}")
     notes = []
-    if options.refine and outliers is not None and options.method == "kmeans" \
-            and not options.weighted:  # the fits that in memory are refined
+    if options.refine and outliers is not None and (  # the fits refined in memory
+            options.method == "gmm" or (options.method == "kmeans" and not options.weighted)):
         notes.append("Dask fits are not refined: no concentration steps after the count "
                      "search (as --unrefined in memory)")
     with dask_scheduler(workers, scheduler) as where:

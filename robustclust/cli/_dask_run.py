@@ -278,6 +278,10 @@ def fit_dataset(source, options, target, *, columns, drop_missing, quiet, floati
     start = time.perf_counter()
     with progress_bar("fit", quiet), warnings.catch_warnings():
         warnings.filterwarnings("ignore", floating_point, RuntimeWarning)
+        # the summary's notes say that a Dask fit is not refined (the command's
+        # caller writes them); the estimator's warning would repeat it
+        warnings.filterwarnings("ignore", "this count fit on Dask data is not refined",
+                                UserWarning)
         run_estimator(model.fit, X)
     elapsed = time.perf_counter() - start
     # the columns by name, for --save-model and predict (a dask array has none)
