@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.special import logsumexp
 from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
 
@@ -602,3 +603,45 @@ def test_one_value_far_beyond_the_others_is_the_noise_models_outlier():
     assert m.outlier_rule_ == "noise" and m.outlier_probability_[0] == 1.0
     assert m.labels_[0] == -1 and np.argmax(m.outlier_norms_) == 0
     assert m.n_outliers_ < 0.05 * len(X)
+
+
+# -- a cluster the start missed -------------------------------------------------------------
+def _missed_cluster(seed):
+    """Two clusters of 400 and 300 points, a tight one of 40, 60 uniform points."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal([0.0, 0.0], 1.0, (400, 2)), rng.normal([10.0, 0.0], 1.0, (300, 2)),
+                   rng.normal([0.0, 10.0], 0.3, (40, 2)), rng.uniform(-10, 20, (60, 2))])
+    return X, np.r_[np.zeros(700), np.ones(40), -np.ones(60)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_model_moves_a_cluster_onto_the_small_cluster_a_start_missed(seed, monkeypatch):
+    # a start with two centres in the big cluster and none in the small one: EM alone
+    # calls the 40 tight points noise; the move onto the densest noise points finds
+    # them, at a higher likelihood
+    X, y = _missed_cluster(seed)
+    start = np.array([[-1.0, 0.0], [1.0, 0.0], [10.0, 0.0]])
+    moved = noise.fit_noise_model(X, start)
+    monkeypatch.setattr(noise, "RESEED_MOVES", 0)
+    stuck = noise.fit_noise_model(X, start)
+    assert np.all(stuck.noise_probability(X)[y == 1] > 0.5)
+    assert not np.any(moved.noise_probability(X)[y == 1] > 0.5)
+    assert moved.log_likelihood > stuck.log_likelihood
+    flagged = moved.noise_probability(X) > 0.5
+    assert abs(int(flagged.sum()) - 60) <= 10 and np.mean(y[flagged] < 0) >= 0.9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_model_move_never_lowers_the_likelihood(seed, monkeypatch):
+    # from good starts and bad ones, with and without a small cluster
+    X, y = _missed_cluster(seed)
+    rng = np.random.default_rng(seed)
+    for data in (X, X[y != 1]):
+        start = data[rng.choice(len(data), 3, replace=False)]
+        with monkeypatch.context() as m:
+            m.setattr(noise, "RESEED_MOVES", 0)
+            plain = noise.fit_noise_model(data, start)
+        moved = noise.fit_noise_model(data, start)
+        ll = [float(np.sum(logsumexp(f.joint_log_densities(data), axis=1)))
+              for f in (plain, moved)]
+        assert ll[1] >= ll[0] - 1e-9 * abs(ll[0])

@@ -28,6 +28,14 @@ dimensions; digits: 180 in 64) it widens the tails as much as the estimate
 is uncertain, which keeps points that merely break a poorly estimated
 correlation from being called noise.
 
+A cluster the start missed.  EM from a start that put two centres into one
+cluster and none into a small one calls the small cluster noise and stays
+in that local optimum; its points are then far denser than uniform noise.
+After EM, :func:`_reseed_dense_noise` looks at the noise points: when the
+densest is much closer to its neighbours than uniform noise would be, the
+cluster whose removal costs the least likelihood restarts there, and the
+result is kept if EM from it reaches a higher likelihood.
+
 What the rule promises.  Data without noise drive pi_0 towards 0, and with
 it the probabilities: on Gaussian clusters the default flags essentially no
 point.  With noise present, a point drawn from cluster c is flagged iff its
@@ -82,6 +90,12 @@ MAX_EM_ROWS = 10000
 FAR_SPREADS = 1e6
 #: Starts of the model's own robust start (the best by the trimmed potential kept).
 NOISE_STARTS = 3
+#: Moves of a cluster onto a dense group of noise points at most
+#: (:func:`_reseed_dense_noise`), the noise points looked at, and how much closer
+#: than uniform noise the densest one's neighbours must be.
+RESEED_MOVES = 2
+DENSE_SAMPLE = 2000
+DENSE_FACTOR = 0.5
 #: The initial noise proportion (EM moves it anywhere in [0, 1)).
 INITIAL_NOISE = 0.5
 #: Rows x clusters whose densities are evaluated at once (memory: 8 p bytes each):
@@ -289,10 +303,33 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
     model = NoiseModel(keep, means, covs, (1.0 - noise) * sizes, weights, noise, log_volume)
     Xfull = np.zeros((n, len(keep)))
     Xfull[:, keep] = X
+    data = _EMData(X, Xfull, w, pos, wsum, floor, certain_noise)
+    _run_em(model, data, max_iter, tol)
+    return _reseed_dense_noise(model, data, max_iter, tol)
+
+
+@dataclass
+class _EMData:
+    """What the noise model's EM iterations read: the rows in the model's features
+    (``X``) and in all of them (``Xfull``), weights, the covariance floor."""
+
+    X: np.ndarray
+    Xfull: np.ndarray
+    w: np.ndarray
+    pos: np.ndarray
+    wsum: float
+    floor: np.ndarray
+    certain_noise: float
+
+
+def _run_em(model, data, max_iter, tol):
+    """EM iterations of ``model`` (in place) until it stops (see :func:`fit_noise_model`)."""
+    X, w, pos, wsum, certain_noise = data.X, data.w, data.pos, data.wsum, data.certain_noise
+    C, p = model.means.shape
     previous = None
     counts = []
     for it in range(1, max_iter + 1):
-        ll = model.joint_log_densities(Xfull)
+        ll = model.joint_log_densities(data.Xfull)
         total = logsumexp(ll, axis=1)
         loglik = float(w @ total)
         counts.append(int(np.count_nonzero((ll[:, C] - total > math.log(0.5)) & pos)))
@@ -312,7 +349,7 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
             r, Xc = R[rows, c], X[rows]
             model.means[c] = r @ Xc / nk[c]
             D = Xc - model.means[c]
-            model.covariances[c] = _shrunk((D * r[:, None]).T @ D / nk[c], p, floor)
+            model.covariances[c] = _shrunk((D * r[:, None]).T @ D / nk[c], p, data.floor)
         model.log_likelihood, model.n_iter = loglik, it
         if previous is not None:
             change = abs(loglik - previous)
@@ -323,6 +360,78 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
                 break
         previous = loglik
     return model
+
+
+def _log_likelihood(model, data):
+    """The model's log-likelihood of the rows and its joint log densities."""
+    ll = model.joint_log_densities(data.Xfull)
+    return float(data.w @ logsumexp(ll, axis=1)), ll
+
+
+def _reseed_dense_noise(model, data, max_iter, tol):
+    """Move a cluster onto a dense group of the model's noise points while that
+    raises the likelihood (at most RESEED_MOVES times).
+
+    EM from a start that put two centres into one cluster and none into a
+    small one calls the small cluster noise and stays there: its points are
+    then far denser than the uniform noise around them.  The move: the
+    densest noise point (the smallest distance to its p + 1-th nearest noise
+    neighbour, on at most DENSE_SAMPLE noise points) is tested against
+    uniform noise -- that distance must be below DENSE_FACTOR times the one
+    expected of the noise points spread uniformly over the box -- and, if it
+    passes, the cluster whose removal costs the least likelihood restarts
+    from its 2 (p + 1) nearest noise points; EM runs, and the result is kept
+    only if its likelihood is higher.  On uniform noise the test fails and
+    the fit is as it was, at the cost of one look at the noise points.
+    """
+    from scipy.spatial.distance import cdist
+
+    X, w, pos = data.X, data.w, data.pos
+    C, p = model.means.shape
+    best, (best_ll, ll) = model, _log_likelihood(model, data)
+    for _ in range(RESEED_MOVES):
+        if C < 2:
+            break
+        total = logsumexp(ll, axis=1)
+        noisy = np.flatnonzero((ll[:, C] - total > math.log(0.5)) & pos)
+        k = p + 1
+        if len(noisy) < 2 * (k + 1):
+            break
+        sample = noisy
+        if len(sample) > DENSE_SAMPLE:
+            sample = noisy[np.linspace(0, len(noisy) - 1, DENSE_SAMPLE).astype(np.intp)]
+        D = cdist(X[sample], X[sample])
+        kth = np.partition(D, k, axis=1)[:, k]            # column 0 is the point itself
+        i = int(np.argmin(kth))
+        # the same distance for len(noisy) points uniform over the box (log units)
+        log_ball = 0.5 * p * math.log(math.pi) - gammaln(0.5 * p + 1.0)
+        log_expected = (math.log(k) - math.log(len(noisy)) + best.log_volume
+                        - log_ball) / p
+        if not kth[i] > 0 or math.log(kth[i]) >= math.log(DENSE_FACTOR) + log_expected:
+            break
+        # the cluster whose removal costs the least likelihood
+        loss = [float(w @ logsumexp(np.delete(ll, c, axis=1), axis=1)) for c in range(C)]
+        c = int(np.argmax(loss))
+        near = sample[np.argsort(cdist(X[sample[i]][None, :], X[sample])[0])[:2 * k]]
+        trial = NoiseModel(best.keep, best.means.copy(), best.covariances.copy(),
+                           best.sizes.copy(), best.weights.copy(), best.noise,
+                           best.log_volume)
+        trial.means[c] = X[near].mean(axis=0)
+        D0 = X[near] - trial.means[c]
+        trial.covariances[c] = _shrunk(D0.T @ D0 / len(near), p, data.floor)
+        share = float(w[near].sum()) / data.wsum
+        trial.weights[c] = share
+        trial.sizes[c] = float(w[near].sum())
+        trial.noise = max(best.noise - share, 0.0)
+        scale = 1.0 / (trial.noise + trial.weights.sum())
+        trial.weights *= scale
+        trial.noise *= scale
+        _run_em(trial, data, max_iter, tol)
+        trial_ll, trial_joint = _log_likelihood(trial, data)
+        if not trial_ll > best_ll:
+            break
+        best, best_ll, ll = trial, trial_ll, trial_joint
+    return best
 
 
 def default_count(X, sample_weight, n_clusters, rng):
