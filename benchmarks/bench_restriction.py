@@ -26,7 +26,6 @@ import os
 import time
 import warnings
 
-import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler

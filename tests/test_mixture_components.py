@@ -66,14 +66,19 @@ def _covariance_matrices(model):
 
 
 # -- lam = inf: scikit-learn's GaussianMixture ---------------------------------------------
-@pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("covariance_type", ["spherical", "diag", "full", "tied"])
-def test_infinite_lambda_is_sklearns_gaussian_mixture(covariance_type, seed):
+def _same_start(covariance_type, seed):
+    """Data, scikit-learn's initial parameters and the same as our ``init`` dict."""
     X = _data(seed, n_out=0)
     rng = np.random.default_rng(seed)
     init = dict(means_init=X[[0, 50, 100]], weights_init=np.array([0.3, 0.3, 0.4]),
                 precisions_init=_precisions(covariance_type, 3, 3, rng))
-    ours_init = {name.split("_")[0]: value for name, value in init.items()}
+    return X, init, {name.split("_")[0]: value for name, value in init.items()}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("covariance_type", ["spherical", "diag", "full", "tied"])
+def test_infinite_lambda_is_sklearns_gaussian_mixture(covariance_type, seed):
+    X, init, ours_init = _same_start(covariance_type, seed)
     # tol=0 runs max_iter iterations in both; reg_covar=0: ours is a floor, theirs a ridge
     ours = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, n_init=1,
                                  max_iter=30, tol=0, reg_covar=0, init=ours_init).fit(X)
@@ -99,11 +104,7 @@ def test_infinite_lambda_is_sklearns_gaussian_mixture(covariance_type, seed):
 def test_tol_means_what_it_means_in_sklearn(covariance_type, tol, seed):
     """At lam = inf, from the same initial parameters and the same tol, our EM
     stops after the iteration scikit-learn's stops after, with its parameters."""
-    X = _data(seed, n_out=0)
-    rng = np.random.default_rng(seed)
-    init = dict(means_init=X[[0, 50, 100]], weights_init=np.array([0.3, 0.3, 0.4]),
-                precisions_init=_precisions(covariance_type, 3, 3, rng))
-    ours_init = {name.split("_")[0]: value for name, value in init.items()}
+    X, init, ours_init = _same_start(covariance_type, seed)
     ours = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, n_init=1,
                                  max_iter=400, tol=tol, reg_covar=0, init=ours_init).fit(X)
     ref = GaussianMixture(3, covariance_type=covariance_type, max_iter=400, tol=tol,
