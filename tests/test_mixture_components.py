@@ -112,9 +112,9 @@ def test_tol_means_what_it_means_in_sklearn(covariance_type, tol, seed):
     assert ref.converged_ and ours.converged_
     assert ours.n_iter_ == ref.n_iter_
     np.testing.assert_array_equal(ours.labels_, ref.predict(X))
-    for attr in ("means_", "weights_", "covariances_"):
+    for attr in ("means_", "weights_", "covariances_"):   # measured: 1.7e-13 at most
         np.testing.assert_allclose(getattr(ours, attr), getattr(ref, attr), rtol=0,
-                                   atol=1e-8, err_msg=attr)
+                                   atol=1e-11, err_msg=attr)
 
 
 # -- the cost ------------------------------------------------------------------------------

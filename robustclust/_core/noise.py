@@ -91,11 +91,11 @@ FAR_SPREADS = 1e6
 #: Starts of the model's own robust start (the best by the trimmed potential kept).
 NOISE_STARTS = 3
 #: Moves of a cluster onto a dense group of noise points at most
-#: (:func:`_reseed_dense_noise`), the noise points looked at, and how much closer
-#: than uniform noise the densest one's neighbours must be.
+#: (:func:`_reseed_dense_noise`), the noise points looked at, and the chance that
+#: uniform noise would hold a group as dense as the one a move starts from.
 RESEED_MOVES = 2
 DENSE_SAMPLE = 2000
-DENSE_FACTOR = 0.5
+DENSE_ALPHA = 1e-3
 #: The initial noise proportion (EM moves it anywhere in [0, 1)).
 INITIAL_NOISE = 0.5
 #: Rows x clusters whose densities are evaluated at once (memory: 8 p bytes each):
@@ -363,9 +363,13 @@ def _run_em(model, data, max_iter, tol):
 
 
 def _log_likelihood(model, data):
-    """The model's log-likelihood of the rows and its joint log densities."""
+    """The model's log-likelihood of the rows (the certain noise included) and its
+    joint log densities."""
     ll = model.joint_log_densities(data.Xfull)
-    return float(data.w @ logsumexp(ll, axis=1)), ll
+    total = float(data.w @ logsumexp(ll, axis=1))
+    if data.certain_noise > 0:
+        total += data.certain_noise * (math.log(model.noise) - model.log_volume)
+    return total, ll
 
 
 def _reseed_dense_noise(model, data, max_iter, tol):
@@ -374,40 +378,45 @@ def _reseed_dense_noise(model, data, max_iter, tol):
 
     EM from a start that put two centres into one cluster and none into a
     small one calls the small cluster noise and stays there: its points are
-    then far denser than the uniform noise around them.  The move: the
-    densest noise point (the smallest distance to its p + 1-th nearest noise
-    neighbour, on at most DENSE_SAMPLE noise points) is tested against
-    uniform noise -- that distance must be below DENSE_FACTOR times the one
-    expected of the noise points spread uniformly over the box -- and, if it
-    passes, the cluster whose removal costs the least likelihood restarts
-    from its 2 (p + 1) nearest noise points; EM runs, and the result is kept
-    only if its likelihood is higher.  On uniform noise the test fails and
-    the fit is as it was, at the cost of one look at the noise points.
+    then far denser than the uniform noise around them.  The test, on at
+    most DENSE_SAMPLE of the noise points (n of them): r, the smallest
+    distance of a point to its (p + 1)-th nearest other noise point, must be
+    one that n points spread uniformly over the box would reach nowhere:
+    with lambda = (n - 1) omega_p r^p / V the expected number of the others
+    within r of a point (omega_p the volume of the unit ball), n P(Poisson
+    (lambda) >= p + 1) < DENSE_ALPHA.  Exact duplicates (r = 0) are not a
+    group.  If the test passes, the cluster whose removal costs the least
+    likelihood restarts from the 2 (p + 1) noise points nearest to that
+    point, EM runs, and the result is kept only if it raises the likelihood
+    by more than COUNT_TOL of it.  On uniform noise the test fails and the
+    fit is as it was, at the cost of one look at the noise points.
     """
     from scipy.spatial.distance import cdist
 
     X, w, pos = data.X, data.w, data.pos
     C, p = model.means.shape
     best, (best_ll, ll) = model, _log_likelihood(model, data)
+    k = p + 1
+    log_ball = 0.5 * p * math.log(math.pi) - gammaln(0.5 * p + 1.0)
     for _ in range(RESEED_MOVES):
         if C < 2:
             break
         total = logsumexp(ll, axis=1)
         noisy = np.flatnonzero((ll[:, C] - total > math.log(0.5)) & pos)
-        k = p + 1
         if len(noisy) < 2 * (k + 1):
             break
         sample = noisy
         if len(sample) > DENSE_SAMPLE:
             sample = noisy[np.linspace(0, len(noisy) - 1, DENSE_SAMPLE).astype(np.intp)]
-        D = cdist(X[sample], X[sample])
-        kth = np.partition(D, k, axis=1)[:, k]            # column 0 is the point itself
+        n = len(sample)
+        kth = np.partition(cdist(X[sample], X[sample]), k, axis=1)[:, k]  # [:, 0]: itself
+        kth[kth <= 0] = np.inf                 # duplicates are not a group
         i = int(np.argmin(kth))
-        # the same distance for len(noisy) points uniform over the box (log units)
-        log_ball = 0.5 * p * math.log(math.pi) - gammaln(0.5 * p + 1.0)
-        log_expected = (math.log(k) - math.log(len(noisy)) + best.log_volume
-                        - log_ball) / p
-        if not kth[i] > 0 or math.log(kth[i]) >= math.log(DENSE_FACTOR) + log_expected:
+        if not np.isfinite(kth[i]):
+            break
+        expected = math.exp(math.log(n - 1) + log_ball + p * math.log(kth[i])
+                            - best.log_volume)
+        if n * float(stats.poisson.sf(k - 1, expected)) >= DENSE_ALPHA:
             break
         # the cluster whose removal costs the least likelihood
         loss = [float(w @ logsumexp(np.delete(ll, c, axis=1), axis=1)) for c in range(C)]
@@ -417,18 +426,21 @@ def _reseed_dense_noise(model, data, max_iter, tol):
                            best.sizes.copy(), best.weights.copy(), best.noise,
                            best.log_volume)
         trial.means[c] = X[near].mean(axis=0)
-        D0 = X[near] - trial.means[c]
-        trial.covariances[c] = _shrunk(D0.T @ D0 / len(near), p, data.floor)
+        R = X[near] - trial.means[c]
+        trial.covariances[c] = _shrunk(R.T @ R / len(near), p, data.floor)
         share = float(w[near].sum()) / data.wsum
         trial.weights[c] = share
         trial.sizes[c] = float(w[near].sum())
-        trial.noise = max(best.noise - share, 0.0)
+        # the noise keeps half its share at least: at 0 EM could never revive it
+        trial.noise = max(best.noise - share, 0.5 * best.noise)
         scale = 1.0 / (trial.noise + trial.weights.sum())
         trial.weights *= scale
         trial.noise *= scale
-        _run_em(trial, data, max_iter, tol)
+        with _progress.phase("noise model: a cluster moved onto dense noise points",
+                             max_iter):
+            _run_em(trial, data, max_iter, tol)
         trial_ll, trial_joint = _log_likelihood(trial, data)
-        if not trial_ll > best_ll:
+        if not trial_ll > best_ll + COUNT_TOL * abs(best_ll):
             break
         best, best_ll, ll = trial, trial_ll, trial_joint
     return best

@@ -34,6 +34,8 @@ first objective may be that of another penalty), so from a start already
 within tol of convergence scikit-learn stops one iteration sooner; and the
 test is ``<=`` here, ``<`` there, so ``tol=0`` stops on an iteration that
 changes the cost by nothing at all, where scikit-learn runs ``max_iter``.
+As there, the run counts as converged once the test has passed: the
+iteration after it may still change the flagged set.
 """
 
 import math
