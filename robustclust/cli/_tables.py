@@ -246,7 +246,7 @@ def _open_zstd(path):
         import zstandard
     except ImportError:
         raise DataError(f"reading {path} needs the zstandard package: pip install "
-                        "zstandard") from None
+                        "'robustclust[zstd]'") from None
     return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
 
 
