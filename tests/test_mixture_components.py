@@ -117,6 +117,28 @@ def test_tol_means_what_it_means_in_sklearn(covariance_type, tol, seed):
                                    atol=1e-11, err_msg=attr)
 
 
+@pytest.mark.parametrize("tol", [1e-3, 1e-10])
+@pytest.mark.parametrize("covariance_type", ["spherical", "diag", "full", "tied"])
+def test_tol_from_a_converged_start_stops_where_sklearn_stops(covariance_type, tol):
+    """From scikit-learn's own converged parameters its first test compares the
+    initial bound and stops after two iterations at tol=1e-3; ours the same."""
+    X = _data(1, n_out=0)
+    fitted = GaussianMixture(3, covariance_type=covariance_type, tol=1e-3, reg_covar=0,
+                             random_state=1).fit(X)
+    init = dict(means_init=fitted.means_, weights_init=fitted.weights_,
+                precisions_init=fitted.precisions_)
+    ref = GaussianMixture(3, covariance_type=covariance_type, max_iter=400, tol=tol,
+                          reg_covar=0, **init).fit(X)
+    ours = RobustGaussianMixture(3, lam=np.inf, covariance_type=covariance_type, n_init=1,
+                                 max_iter=400, tol=tol, reg_covar=0,
+                                 init={k.split("_")[0]: v for k, v in init.items()}).fit(X)
+    assert ours.n_iter_ == ref.n_iter_ and (tol > 1e-6) == (ref.n_iter_ == 2)
+    np.testing.assert_array_equal(ours.labels_, ref.predict(X))
+    for attr in ("means_", "weights_", "covariances_"):
+        np.testing.assert_allclose(getattr(ours, attr), getattr(ref, attr), rtol=0,
+                                   atol=1e-11, err_msg=attr)
+
+
 # -- the cost ------------------------------------------------------------------------------
 @pytest.mark.filterwarnings("ignore:Every point is flagged")
 @pytest.mark.parametrize("covariance_type", ALL_TYPES)

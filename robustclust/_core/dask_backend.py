@@ -872,6 +872,9 @@ class DaskMixtureSolver(DaskSolver):
         tol = self.tol if tol is None else tol
         gain_tol = tol * self.weight_total
         model = self.model
+        # at lam = inf, a cold state's cost is the first test's, as in Solver.run
+        before = (state.objective if math.isinf(lam) and state.n_iter == 0
+                  and not state.history else None)
         if state.pending is None:
             state = self._state_from(self._pass(prev=self._prev(state), means=True), state)
         history, converged, settled, it = [], False, False, 0
@@ -892,7 +895,8 @@ class DaskMixtureSolver(DaskSolver):
                 print(f"  iteration {it}: objective {state.objective:.6g}, "
                       f"outliers {state.n_outliers}")
             converged = settled    # one iteration after the test, as Solver.run
-            settled = settled or (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
+            last = history[-2] if it > 1 else before
+            settled = settled or (last is not None and abs(last - history[-1]) <= gain_tol
                                   and np.array_equal(previous.flagged.index,
                                                      state.flagged.index))
             if converged:

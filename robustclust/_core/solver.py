@@ -27,13 +27,13 @@ it was, one more iteration runs and the run stops.  That is scikit-learn's
 ``tol``: its test compares the bounds of the two previous parameter sets
 (each E-step scores the parameters before the M-step that follows) and it
 returns the parameters of the M-step after the test, so at lam = inf both
-stop after the same number of iterations with the same parameters.  Two
-differences remain: scikit-learn's first test compares the initial
-parameters' bound, ours waits for the second iteration of the run (its
-first objective may be that of another penalty), so from a start already
-within tol of convergence scikit-learn stops one iteration sooner; and the
-test is ``<=`` here, ``<`` there, so ``tol=0`` stops on an iteration that
-changes the cost by nothing at all, where scikit-learn runs ``max_iter``.
+stop after the same number of iterations with the same parameters.  Its
+first test compares the bound of the initial parameters; so does ours at
+lam = inf from a cold state (an initialisation's E-step), while at a finite
+lam it waits for the run's second iteration (the first objective may be
+that of another penalty).  The test is ``<=`` here, ``<`` there, so
+``tol=0`` stops on an iteration that changes the cost by nothing at all,
+where scikit-learn runs ``max_iter``.
 As there, the run counts as converged once the test has passed: the
 iteration after it may still change the flagged set.
 """
@@ -262,6 +262,11 @@ class Solver:
         on_objective = self.model.stops_on_objective
         if on_objective:
             gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
+        # at lam = inf a cold state (an initialisation's E-step, never iterated) has
+        # the cost of its initial parameters, which scikit-learn's first test
+        # compares with; at a finite lam a run's first cost may be another lam's
+        before = (state.objective if on_objective and math.isinf(lam) and state.n_iter == 0
+                  and not state.history else None)
         with blas_limits(self):
             history, converged, settled, it = [], False, False, 0
             for it in range(1, max_iter + 1):
@@ -274,9 +279,10 @@ class Solver:
                           f"outliers {state.n_outliers}")
                 if on_objective:
                     converged = settled
-                    settled = settled or (it > 1 and abs(history[-2] - history[-1]) <= gain_tol
-                                          and _same_flagged(previous.outliers, state.outliers,
-                                                            self.xp))
+                    last = history[-2] if it > 1 else before
+                    settled = settled or (
+                        last is not None and abs(last - history[-1]) <= gain_tol
+                        and _same_flagged(previous.outliers, state.outliers, self.xp))
                 elif settle == "centres":
                     converged = (it > 1 and c_shift <= tol * c_norm
                                  and _same_flagged(previous.outliers, state.outliers, self.xp))

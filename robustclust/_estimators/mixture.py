@@ -222,7 +222,6 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
         more: scikit-learn's GaussianMixture rule (the change in the mean
         per-point log-likelihood bound), so at ``lam=np.inf`` both stop
         after the same iterations with the same parameters at any ``tol``
-        (from a start not already within ``tol`` of convergence)
         (its default, 1e-3, is looser; mclust's relative 1e-5 is about 4e-5
         per point on the paper's data).  EM converges
         linearly: on the paper's 80-outlier set, the old rule (means moving by
