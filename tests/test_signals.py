@@ -117,7 +117,10 @@ def test_the_watcher_leaves_no_temporary_file(tmp_path):
     (signal.SIGTERM, 143, "robustclust: error: terminated by SIGTERM"),
 ])
 def test_a_signal_during_the_import_is_one_line(tmp_path, signum, status, line):
-    proc = subprocess.Popen(COMMAND + ["fit", "rows.csv", "-k", "2"], cwd=tmp_path,
+    # a table whose fit outlasts the sleep: with a warm page cache the imports can
+    # end before it, and a missing file then ended the command first (exit 1)
+    write_rows(tmp_path, n=200_000)
+    proc = subprocess.Popen(COMMAND + ["fit", "rows.csv", "-k", "2", "--quiet"], cwd=tmp_path,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(0.4)  # NumPy, scikit-learn and numba take about a second
     proc.send_signal(signum)
