@@ -67,7 +67,7 @@ from .. import _progress
 from .geometry import Assignment, LinearGeometry
 from .models import _divide_rows, worst_fitting_inliers
 from .selection import default_lambda as _default_lambda_formula
-from .solver import Solver
+from .solver import EMStop, Solver
 from .state import Outliers, State
 from .threads import single_blas
 
@@ -870,14 +870,11 @@ class DaskMixtureSolver(DaskSolver):
         lam = float(lam)
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
         tol = self.tol if tol is None else tol
-        gain_tol = tol * self.weight_total
+        em_stop = EMStop(state, lam, tol * self.weight_total)
         model = self.model
-        # at lam = inf, a cold state's cost is the first test's, as in Solver.run
-        before = (state.objective if math.isinf(lam) and state.n_iter == 0
-                  and not state.history else None)
         if state.pending is None:
             state = self._state_from(self._pass(prev=self._prev(state), means=True), state)
-        history, converged, settled, it = [], False, False, 0
+        history, converged, it = [], False, 0
         for it in range(1, max_iter + 1):
             previous = state
             centers, weights = model.means_and_weights(state.pending["resp_totals"],
@@ -894,11 +891,8 @@ class DaskMixtureSolver(DaskSolver):
             if self.verbose:
                 print(f"  iteration {it}: objective {state.objective:.6g}, "
                       f"outliers {state.n_outliers}")
-            converged = settled    # one iteration after the test, as Solver.run
-            last = history[-2] if it > 1 else before
-            settled = settled or (last is not None and abs(last - history[-1]) <= gain_tol
-                                  and np.array_equal(previous.flagged.index,
-                                                     state.flagged.index))
+            converged = em_stop(state.objective, lambda: np.array_equal(
+                previous.flagged.index, state.flagged.index))
             if converged:
                 break
         return state.finished(history, it, converged)

@@ -261,14 +261,9 @@ class Solver:
             stepper = _Stepper(self, lam, penalty, shifts=shifts)
         on_objective = self.model.stops_on_objective
         if on_objective:
-            gain_tol = tol * float(scalar(self.xp.sum(self.sample_weight)))
-        # at lam = inf a cold state (an initialisation's E-step, never iterated) has
-        # the cost of its initial parameters, which scikit-learn's first test
-        # compares with; at a finite lam a run's first cost may be another lam's
-        before = (state.objective if on_objective and math.isinf(lam) and state.n_iter == 0
-                  and not state.history else None)
+            em_stop = EMStop(state, lam, tol * float(scalar(self.xp.sum(self.sample_weight))))
         with blas_limits(self):
-            history, converged, settled, it = [], False, False, 0
+            history, converged, it = [], False, 0
             for it in range(1, max_iter + 1):
                 previous = state
                 state, (c_shift, c_norm, o_shift, o_norm) = stepper.step(state)
@@ -278,11 +273,8 @@ class Solver:
                     print(f"  iteration {it}: objective {state.objective:.6g}, "
                           f"outliers {state.n_outliers}")
                 if on_objective:
-                    converged = settled
-                    last = history[-2] if it > 1 else before
-                    settled = settled or (
-                        last is not None and abs(last - history[-1]) <= gain_tol
-                        and _same_flagged(previous.outliers, state.outliers, self.xp))
+                    converged = em_stop(state.objective, lambda: _same_flagged(
+                        previous.outliers, state.outliers, self.xp))
                 elif settle == "centres":
                     converged = (it > 1 and c_shift <= tol * c_norm
                                  and _same_flagged(previous.outliers, state.outliers, self.xp))
@@ -404,6 +396,33 @@ class _Stepper:
         o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
                                   state.products, new.products)
         return new, (c_shift, c_norm, o_shift, g.outlier_norm(new.outliers, new.centers))
+
+
+class EMStop:
+    """The mixtures' stopping rule (module notes), for one run from ``state`` at ``lam``.
+
+    Called with each iteration's cost (and a function telling whether the
+    iteration left the flagged set as it was), it returns True after the
+    iteration that follows the first whose gain was at most ``gain_tol``.
+    At lam = inf a cold state (an initialisation's E-step, never iterated)
+    has the cost of its initial parameters, which scikit-learn's first test
+    compares with; at a finite lam a run's first cost may be another lam's,
+    so the first test waits for the second iteration.  Written once for
+    :meth:`Solver.run` and the Dask mixture's run.
+    """
+
+    def __init__(self, state, lam, gain_tol):
+        self.gain_tol = gain_tol
+        self.last = (state.objective if math.isinf(lam) and state.n_iter == 0
+                     and not state.history else None)
+        self.settled = False
+
+    def __call__(self, objective, same_flagged):
+        converged = self.settled
+        if not self.settled and self.last is not None:
+            self.settled = abs(self.last - objective) <= self.gain_tol and same_flagged()
+        self.last = objective
+        return converged
 
 
 def _same_flagged(a, b, xp):
