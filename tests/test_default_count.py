@@ -661,3 +661,28 @@ def test_noise_model_takes_exact_duplicates_for_no_group(monkeypatch):
         plain = noise.fit_noise_model(X, centres.copy())
     np.testing.assert_array_equal(moved.means, plain.means)
     assert np.all(moved.noise_probability(X[-8:]) > 0.5)
+
+
+def test_negligible_responsibilities_leave_the_model_as_it_was(monkeypatch):
+    """Rows below RESPONSIBILITY_FLOOR are left out of a cluster's M-step: on
+    overlapping blobs in many dimensions (where the t tails give every row
+    some responsibility for every cluster) the fitted model is the one of
+    the M-step over all rows, to rounding (a floor of 1e-6 would move the
+    covariances by 1e-6), and the count the same."""
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(2000, n_features=16, centers=8, cluster_std=4.0, random_state=3)
+    X[:20] = np.random.default_rng(3).uniform(-60, 60, size=(20, 16))
+    w = np.ones(len(X))
+
+    def fit():
+        return noise.default_count(X, w, 8, np.random.default_rng(0))
+
+    s, prob, model = fit()
+    monkeypatch.setattr(noise, "RESPONSIBILITY_FLOOR", 0.0)
+    s0, prob0, model0 = fit()
+    assert model.n_iter == model0.n_iter
+    assert s == s0 and np.array_equal(prob > 0.5, prob0 > 0.5)
+    np.testing.assert_allclose(model.means, model0.means, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.covariances, model0.covariances, rtol=0, atol=1e-9)
+    assert model.noise == pytest.approx(model0.noise, abs=1e-12)
