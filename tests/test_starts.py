@@ -233,6 +233,32 @@ def test_concentration_steps_never_increase_the_trimmed_potential():
     assert np.all(np.diff(potentials) <= 1e-9 * potentials[0])
 
 
+@pytest.mark.parametrize("block_entries", [None, 7])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_means_of_dense_and_sparse_points_are_the_definition(block_entries, dtype,
+                                                                     monkeypatch):
+    """The means of each label's weighted points (a label of no weight keeps its
+    centre), in one block of rows or in blocks of a few rows, dense or CSR."""
+    from robustclust._core import spaces
+
+    if block_entries is not None:
+        monkeypatch.setattr(spaces, "MEANS_BLOCK_ENTRIES", block_entries)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 5)).astype(dtype)
+    labels = rng.integers(0, 3, size=40)  # label 3 never appears
+    w = rng.uniform(0.0, 2.0, size=40)
+    w[labels == 2] = 0.0  # label 2 appears with no weight
+    centres = rng.normal(size=(4, 5))
+    expected = centres.copy()
+    for c in (0, 1):
+        rows = labels == c
+        expected[c] = (w[rows, None] * X[rows].astype(np.float64)).sum(axis=0) / w[rows].sum()
+    for data in (X, sp.csr_matrix(X)):
+        got = PointSpace(data).means(labels, w, centres)
+        np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+        np.testing.assert_array_equal(got[2:], centres[2:])
+
+
 def test_sparse_kernel_and_dense_starts_agree():
     X, _ = with_far_points(3, 0)
     w = np.ones(len(X))

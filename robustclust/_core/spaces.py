@@ -12,6 +12,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+#: Entries of the dense label-by-row weight block that :meth:`PointSpace.means`
+#: multiplies with X (8 MB): the means of dense X are products of such blocks
+#: with row blocks of X, a third of the time of building a SciPy matrix for
+#: them at 1,000-2,000 rows (the NumPy concentration steps run below
+#: ``compiled.COMPILED_MIN_ROWS`` rows).
+MEANS_BLOCK_ENTRIES = 2**20
+
 
 class PointSpace:
     """Squared Euclidean distances of the rows of X (NumPy array or CSR matrix)."""
@@ -50,10 +57,20 @@ class PointSpace:
         """Weighted means of the points of each label (``weights`` 0 where trimmed);
         a label without weight keeps its centre."""
         C = centres.shape[0]
-        V = sp.csr_matrix((weights, (labels, np.arange(self.n_samples))),
-                          shape=(C, self.n_samples))
-        sums = np.asarray(V.sum(axis=1)).ravel()
-        new = np.asarray(safe_sparse_dot(V, self.X, dense_output=True), dtype=np.float64)
+        n = self.n_samples
+        if sp.issparse(self.X):
+            V = sp.csr_matrix((weights, (labels, np.arange(n))), shape=(C, n))
+            sums = np.asarray(V.sum(axis=1)).ravel()
+            new = np.asarray(safe_sparse_dot(V, self.X, dense_output=True), dtype=np.float64)
+        else:
+            sums = np.bincount(labels, weights=weights, minlength=C).astype(np.float64)
+            new = np.zeros((C, self.X.shape[1]))
+            rows = max(1, MEANS_BLOCK_ENTRIES // C)
+            for start in range(0, n, rows):
+                stop = min(n, start + rows)
+                V = np.zeros((C, stop - start))
+                V[labels[start:stop], np.arange(stop - start)] = weights[start:stop]
+                new += V @ self.X[start:stop]
         has = sums > 0
         out = centres.copy()
         out[has] = new[has] / sums[has, None]
