@@ -150,7 +150,7 @@ def test_inlier_flag_rate_matches_sampling_the_fitted_model():
 
 
 def test_em_on_a_sample_of_large_data(monkeypatch):
-    """Above MAX_EM_ROWS rows EM runs on a fixed random sample; the box and
+    """Above em_sample_size() rows EM runs on a fixed random sample; the box and
     the probabilities are those of all rows."""
     X, planted = _blobs_with_noise(0.1)
     full = RobustKMeans(3, random_state=0).fit(X)
@@ -162,6 +162,9 @@ def test_em_on_a_sample_of_large_data(monkeypatch):
     assert abs(sampled.n_outliers_ - planted.sum()) <= 0.2 * planted.sum()
     assert (sampled.outlier_mask_ & planted).sum() >= 0.9 * sampled.n_outliers_
     assert abs(sampled.n_outliers_ - full.n_outliers_) <= 3
+    # the rows EM saw and the others: the same probabilities as new points get
+    np.testing.assert_allclose(sampled.outlier_probability(X), sampled.outlier_probability_,
+                               atol=1e-10)
 
 
 def test_a_dask_fit_keeps_the_chi2_rule_and_clears_an_earlier_noise_model():

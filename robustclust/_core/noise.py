@@ -45,9 +45,10 @@ distance exceeds a threshold t_c; :meth:`NoiseModel.inlier_flag_rate` gives
 sum_c pi_c / (1 - pi_0) P(chi^2_p > t_c), the expected fraction of Gaussian
 inliers flagged under the fitted model.
 
-Cost: O(N C p^2) per EM iteration (full covariances), on at most
-MAX_EM_ROWS rows (a fixed random sample of larger data; the bounding box and
-the probabilities are those of all rows); data with more than
+Cost: O(N C p^2) per EM iteration (full covariances), on a sample of
+max(3,000, 6 C (p + 1)) rows at most 10,000 (EM_MIN_ROWS; the bounding box
+and the probabilities are those of all rows), and one evaluation of the
+densities of the other rows; data with more than
 MAX_FEATURES features, or sparse data, keep the chi^2 default of
 :func:`robustclust._core.selection.default_lambda`.
 """
@@ -77,13 +78,24 @@ COUNT_STABLE = 3
 COUNT_TOL = 1e-5
 #: Above this many features the noise model is not used (full covariances).
 MAX_FEATURES = 256
-#: Rows EM is run on at most: a fixed random sample of larger data (the box and the
-#: probabilities, hence the count, are those of every row).  The count is a share
-#: of the rows, and the sample sets how well the model that decides it is estimated:
-#: at a noise share of 1% a sample of 10,000 holds about 100 noise points, whose
-#: number has a relative standard error of 10% (half the count's +-20% target);
-#: 16 clusters in 32 dimensions still get about 600 points each for their 528
-#: covariance entries (the predictive t and the shrinkage account for the rest).
+#: The rows EM runs on (:func:`em_sample_size`): a fixed random sample of larger
+#: data; the box and the probabilities, hence the count, are those of every row.
+#: The sample sets how well the model that decides the count is estimated, and two
+#: of its parts need rows.  The noise proportion pi_0: at a 1% share a sample of
+#: EM_MIN_ROWS = 3,000 holds about 30 noise points, so log pi_0 has a standard
+#: error of about 0.18; the rule flags a point of cluster c iff its squared
+#: Mahalanobis distance exceeds a threshold that moves by twice that, 0.37, far
+#: less than the chi^2 spread of the inliers around it (a count within a few
+#: percent, below the +-20% target).  The clusters: EM_ROWS_PER_CLUSTER_FEATURE
+#: (p + 1) rows each, so that the predictive t of every cluster has at least
+#: 5p degrees of freedom (its scale within 1.2 of the Gaussian's).  Measured
+#: (3 seeds each; bench_defaults' planted blobs at 10^4 and 10^5 rows, 32
+#: features, and blobs in uniform noise that overlaps them, 1-10% of 20,000 rows
+#: in 4 or 8 features): counts within 2% of those of a 10,000-row sample (the
+#: earlier fixed size); the default fit's CPU 0.55x at 10^4 planted blobs,
+#: 0.85x at 10^5.  At most MAX_EM_ROWS rows.
+EM_MIN_ROWS = 3000
+EM_ROWS_PER_CLUSTER_FEATURE = 6
 MAX_EM_ROWS = 10000
 #: Rows this many spreads from the sample's median in some feature are left out of
 #: EM (they are noise under any Gaussian fitted to the others).
@@ -201,14 +213,8 @@ class NoiseModel:
         X = np.asarray(X)
         out = np.empty(X.shape[0])
         for start in range(0, X.shape[0], CHUNK_ROWS):
-            ll = self.joint_log_densities(X[start:start + CHUNK_ROWS])
-            total = logsumexp(ll, axis=1)
-            with np.errstate(invalid="ignore"):
-                p = np.exp(ll[:, -1] - total)
-            # a row of no density under any component (infinitely far from every
-            # cluster, the noise proportion 0): noise
-            p[np.isneginf(total)] = 1.0
-            out[start:start + CHUNK_ROWS] = p
+            out[start:start + CHUNK_ROWS] = _noise_posterior(
+                self.joint_log_densities(X[start:start + CHUNK_ROWS]))
         return out
 
     def inlier_flag_rate(self):
@@ -239,6 +245,17 @@ class NoiseModel:
         return rate / total
 
 
+def _noise_posterior(joint):
+    """The noise component's posterior from joint log densities (noise last); a row
+    of no density under any component (infinitely far from every cluster, the
+    noise proportion 0) is noise."""
+    total = logsumexp(joint, axis=1)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(joint[:, -1] - total)
+    p[np.isneginf(total)] = 1.0
+    return p
+
+
 def _inverse_lower(L):
     from scipy.linalg import solve_triangular
 
@@ -251,20 +268,9 @@ def _shrunk(S, p, floor):
     return (1.0 - SHRINKAGE) * S + SHRINKAGE * target * np.eye(p) + np.diag(floor)
 
 
-def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM_TOL,
-                    extent=None, certain_noise=0.0):
-    """EM for Gaussian clusters plus uniform noise, started at ``centers``.
-
-    The start: each point goes to its nearest centre; each cluster's
-    covariance is that of the half of its points nearest to the centre,
-    scaled up to what a Gaussian's whole would have (the nearer half of a
-    Gaussian has E[d^2] = p F_{p+2}(m) / 0.5, m the chi^2_p median); pi_0 is
-    INITIAL_NOISE.  ``extent``: the sides of the bounding box (default: that
-    of X's rows of positive weight).  ``certain_noise``: the weight of rows
-    left out of X as noise for certain (their responsibility is the noise
-    component's alone), counted in the noise proportion.  Returns a
-    :class:`NoiseModel`.
-    """
+def _fit_noise_model(X, centers, sample_weight, max_iter, tol, extent, certain_noise):
+    """:func:`fit_noise_model`, returning (model, joint log densities of the rows of X
+    under it) or None."""
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
@@ -311,8 +317,26 @@ def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM
     Xfull = np.zeros((n, len(keep)))
     Xfull[:, keep] = X
     data = _EMData(X, Xfull, w, pos, wsum, floor, certain_noise)
-    _run_em(model, data, max_iter, tol)
-    return _reseed_dense_noise(model, data, max_iter, tol)
+    joint = _run_em(model, data, max_iter, tol)
+    return _reseed_dense_noise(model, joint, data, max_iter, tol)
+
+
+def fit_noise_model(X, centers, sample_weight=None, max_iter=MAX_EM_ITER, tol=EM_TOL,
+                    extent=None, certain_noise=0.0):
+    """EM for Gaussian clusters plus uniform noise, started at ``centers``.
+
+    The start: each point goes to its nearest centre; each cluster's
+    covariance is that of the half of its points nearest to the centre,
+    scaled up to what a Gaussian's whole would have (the nearer half of a
+    Gaussian has E[d^2] = p F_{p+2}(m) / 0.5, m the chi^2_p median); pi_0 is
+    INITIAL_NOISE.  ``extent``: the sides of the bounding box (default: that
+    of X's rows of positive weight).  ``certain_noise``: the weight of rows
+    left out of X as noise for certain (their responsibility is the noise
+    component's alone), counted in the noise proportion.  Returns a
+    :class:`NoiseModel`, or None when every feature is constant.
+    """
+    fitted = _fit_noise_model(X, centers, sample_weight, max_iter, tol, extent, certain_noise)
+    return None if fitted is None else fitted[0]
 
 
 @dataclass
@@ -330,16 +354,30 @@ class _EMData:
 
 
 def _run_em(model, data, max_iter, tol):
-    """EM iterations of ``model`` (in place) until it stops (see :func:`fit_noise_model`)."""
+    """EM iterations of ``model`` (in place) until it stops (see :func:`fit_noise_model`).
+
+    Returns the joint log densities of the rows under the model as it is left
+    (the E-step that found EM converged ends it: the model is the one whose
+    likelihood was measured, and its densities need no second evaluation).
+    """
     X, w, pos, wsum, certain_noise = data.X, data.w, data.pos, data.wsum, data.certain_noise
     C, p = model.means.shape
     previous = None
     counts = []
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 2):
         ll = model.joint_log_densities(data.Xfull)
         total = logsumexp(ll, axis=1)
         loglik = float(w @ total)
         counts.append(int(np.count_nonzero((ll[:, C] - total > math.log(0.5)) & pos)))
+        model.log_likelihood = loglik
+        if previous is not None:
+            change = abs(loglik - previous)
+            settled = len(counts) > COUNT_STABLE and len(set(counts[-COUNT_STABLE - 1:])) == 1
+            if change <= tol * abs(loglik) or (settled and change <= COUNT_TOL * abs(loglik)):
+                break
+        if it > max_iter:
+            break
+        previous = loglik
         _progress.iteration()
         R = np.exp(ll - total[:, None]) * w[:, None]
         nk = R.sum(axis=0)
@@ -357,29 +395,20 @@ def _run_em(model, data, max_iter, tol):
             model.means[c] = r @ Xc / nk[c]
             D = Xc - model.means[c]
             model.covariances[c] = _shrunk((D * r[:, None]).T @ D / nk[c], p, data.floor)
-        model.log_likelihood, model.n_iter = loglik, it
-        if previous is not None:
-            change = abs(loglik - previous)
-            if change <= tol * abs(loglik):
-                break
-            settled = len(counts) > COUNT_STABLE and len(set(counts[-COUNT_STABLE - 1:])) == 1
-            if settled and change <= COUNT_TOL * abs(loglik):
-                break
-        previous = loglik
-    return model
+        model.n_iter = it
+    return ll
 
 
-def _log_likelihood(model, data):
-    """The model's log-likelihood of the rows (the certain noise included) and its
-    joint log densities."""
-    ll = model.joint_log_densities(data.Xfull)
-    total = float(data.w @ logsumexp(ll, axis=1))
+def _log_likelihood(model, joint, data):
+    """The model's log-likelihood of the rows (the certain noise included), from
+    their joint log densities ``joint``."""
+    total = float(data.w @ logsumexp(joint, axis=1))
     if data.certain_noise > 0:
         total += data.certain_noise * (math.log(model.noise) - model.log_volume)
-    return total, ll
+    return total
 
 
-def _reseed_dense_noise(model, data, max_iter, tol):
+def _reseed_dense_noise(model, joint, data, max_iter, tol):
     """Move a cluster onto a dense group of the model's noise points while that
     raises the likelihood (at most RESEED_MOVES times).
 
@@ -402,7 +431,7 @@ def _reseed_dense_noise(model, data, max_iter, tol):
 
     X, w, pos = data.X, data.w, data.pos
     C, p = model.means.shape
-    best, (best_ll, ll) = model, _log_likelihood(model, data)
+    best, best_ll, ll = model, _log_likelihood(model, joint, data), joint
     k = p + 1
     log_ball = 0.5 * p * math.log(math.pi) - gammaln(0.5 * p + 1.0)
     for _ in range(RESEED_MOVES):
@@ -445,20 +474,27 @@ def _reseed_dense_noise(model, data, max_iter, tol):
         trial.noise *= scale
         with _progress.phase("noise model: a cluster moved onto dense noise points",
                              max_iter):
-            _run_em(trial, data, max_iter, tol)
-        trial_ll, trial_joint = _log_likelihood(trial, data)
+            trial_joint = _run_em(trial, data, max_iter, tol)
+        trial_ll = _log_likelihood(trial, trial_joint, data)
         if not trial_ll > best_ll + COUNT_TOL * abs(best_ll):
             break
         best, best_ll, ll = trial, trial_ll, trial_joint
-    return best
+    return best, ll
+
+
+def em_sample_size(n_clusters, n_features):
+    """Rows of the sample the noise model's EM runs on (see EM_MIN_ROWS):
+    max(EM_MIN_ROWS, EM_ROWS_PER_CLUSTER_FEATURE C (p + 1)), at most MAX_EM_ROWS."""
+    return min(MAX_EM_ROWS, max(EM_MIN_ROWS,
+                                EM_ROWS_PER_CLUSTER_FEATURE * n_clusters * (n_features + 1)))
 
 
 def default_count(X, sample_weight, n_clusters, rng):
     """(count, noise probability of each row, model), or (0, zeros, None) when every
     feature is constant.
 
-    The model is fitted on a sample of at most MAX_EM_ROWS rows of positive
-    weight, in standardised units: each feature is centred on the sample's
+    The model is fitted on a sample of :func:`em_sample_size` rows of positive
+    weight (all of them when there are fewer), in standardised units: each feature is centred on the sample's
     median and divided by its normalised median absolute deviation (its
     standard deviation where that is 0, its range where both are), so that
     the count does not depend on the units of the columns (the model itself,
@@ -482,8 +518,9 @@ def default_count(X, sample_weight, n_clusters, rng):
     if not keep.any():  # every feature constant: nothing is an outlier
         return 0, np.zeros(n), None
     rows = np.flatnonzero(pos)
-    if len(rows) > MAX_EM_ROWS:
-        rows = np.sort(rng.choice(rows, MAX_EM_ROWS, replace=False))
+    m = em_sample_size(n_clusters, int(np.count_nonzero(keep)))
+    if len(rows) > m:
+        rows = np.sort(rng.choice(rows, m, replace=False))
     S = X[rows][:, keep]
     loc = np.median(S, axis=0)
     scale = 1.4826 * np.median(np.abs(S - loc), axis=0)
@@ -511,8 +548,14 @@ def default_count(X, sample_weight, n_clusters, rng):
                      int(len(rows) / (2 * n_clusters)))
         start = screened_starts(Z, ws, n_clusters, n_trim, rng, n_starts=NOISE_STARTS,
                                 n_keep=1)[0]
-        model = fit_noise_model(Z, start, ws, extent=extent[keep] / scale,
-                                certain_noise=far_weight)
+        model, joint = _fit_noise_model(Z, start, ws, MAX_EM_ITER, EM_TOL, extent[keep] / scale,
+                                        far_weight)
         model.keep, model.loc, model.scale = keep, loc, scale
-        prob = model.noise_probability(X)
+        # the rows EM saw have their densities under the final model already
+        prob = np.empty(n)
+        prob[rows] = _noise_posterior(joint)
+        rest = np.ones(n, dtype=bool)
+        rest[rows] = False
+        if rest.any():
+            prob[rest] = model.noise_probability(X[rest])
     return int(np.count_nonzero((prob > 0.5) & pos)), prob, model
