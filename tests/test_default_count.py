@@ -237,11 +237,27 @@ def test_mixture_default_finds_planted_uniform_noise(fraction, covariance_type):
         assert old.n_outliers_ < 0.2 * n_planted
 
 
+@pytest.mark.parametrize("covariance_type", ["tied_spherical", "full"])
+def test_mixture_default_count_fits_the_other_points_without_a_penalized_fit(covariance_type):
+    """The noise points are the outliers and the mixture is the trimmed-likelihood
+    fit of the others from the starts: no penalized fit runs (no unrefined lambda),
+    the cost is that of the kept points and never rose, and lambda_ is positive
+    and finite (one at which the O-step at the fitted parameters flags them)."""
+    X, planted = _blobs_with_noise(0.1)
+    m = RobustGaussianMixture(3, covariance_type=covariance_type, random_state=0).fit(X)
+    np.testing.assert_array_equal(m.outlier_mask_, m.outlier_probability_ > 0.5)
+    assert m.unrefined_lambda_ is None
+    assert m.trimmed_cost_ == m.objective_ == m.refine_history_[-1]
+    assert np.all(np.diff(m.refine_history_) <= 1e-9 * abs(m.refine_history_[0]))
+    assert 0.0 < m.lambda_ < np.inf
+    # the kept points' likelihood: objective_ is minus the sum of their log densities
+    assert m.objective_ == pytest.approx(-m.score_samples(X)[~m.outlier_mask_].sum(), rel=1e-9)
+
+
 @pytest.mark.slow
 def test_mixture_default_count_with_per_component_full_covariances():
-    """The count is the noise model's whatever covariance_type; which points the
-    per-component fit flags at that count is its own rule (a broad component
-    takes part of the noise: precision 0.84 and 0.66, as with n_outliers given)."""
+    """The count is the noise model's whatever covariance_type, and the
+    per-component fit flags the noise model's points."""
     for fraction in (0.1, 0.6):
         X, planted = _blobs_with_noise(fraction)
         m = RobustGaussianMixture(3, covariance_type="full", random_state=0, n_init=3).fit(X)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from robustclust import RobustKMeans, load_model, save_model
 from robustclust._core import _concentration
-from robustclust._core.refine import concentration_steps, refine, separating_lambda
+from robustclust._core.refine import (concentration_steps, refine,
+                                      separating_critical_lambda, separating_lambda)
 from robustclust._core.selection import OutlierCountWarning
 from robustclust._core.spaces import PointSpace
 from robustclust.datasets import make_blobs_with_outliers
@@ -175,6 +176,20 @@ def test_separating_lambda_edge_cases():
     tie = separating_lambda(np.array([1.0, 4.0, 4.0]), trimmed)  # no lambda flags one of two
     assert tie == 4.0
     assert separating_lambda(np.ones(2), np.ones(2, bool)) == 0.0
+
+
+def test_separating_critical_lambda_edge_cases():
+    """A point is flagged iff lam < its critical lambda."""
+    critical = np.array([1.0, 2.0, 5.0, 9.0])
+    flagged = np.array([False, False, True, True])
+    lam = separating_critical_lambda(critical, flagged)
+    assert lam == 3.5
+    np.testing.assert_array_equal(critical > lam, flagged)
+    assert separating_critical_lambda(critical, np.zeros(4, bool)) == 9.0  # flags none
+    assert not np.any(critical > separating_critical_lambda(critical, np.zeros(4, bool)))
+    assert separating_critical_lambda(critical, np.ones(4, bool)) == 0.0
+    # interleaved (a fixed set): the smallest flagged one
+    assert separating_critical_lambda(critical, np.array([False, True, False, True])) == 2.0
 
 
 def test_refine_false_is_the_paper_estimator_and_auto_skips_what_it_cannot_refine():

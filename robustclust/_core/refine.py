@@ -266,6 +266,26 @@ def separating_lambda(sq_distances, flagged, res=0.0):
     return 2.0 * outer
 
 
+def separating_critical_lambda(critical, flagged):
+    """A lambda at which a step that flags a point iff lam < its critical lambda
+    (:meth:`~robustclust._core.solver.Solver.critical_lambdas`) flags exactly
+    ``flagged``: the middle of (largest kept, smallest flagged critical
+    lambda); the largest kept one when nothing is flagged (no point exceeds
+    it); 0 when every point is flagged.  When the sets interleave (a fixed
+    set, such as the default count's noise points), the smallest flagged one:
+    the flagged points below any kept one are then not flagged by it.
+    """
+    critical = np.asarray(critical, dtype=np.float64)
+    kept, out = critical[~flagged], critical[flagged]
+    if kept.size == 0:
+        return 0.0
+    inner = float(kept.max())
+    if out.size == 0:
+        return inner
+    outer = float(out.min())
+    return 0.5 * (outer + inner) if outer > inner else outer
+
+
 def hard_threshold(sq_distances, lam):
     """Flagged by a refined model at ``lam``: ||x_n - m_{c(n)}|| > lam / 2.
 

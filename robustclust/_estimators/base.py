@@ -418,12 +418,13 @@ class RobustEstimator(BaseEstimator):
                     solver, None, solver.sample_weight, check_random_state(self.random_state))
         refining = self._refining(problem)
         fixed = self._fixed_outliers() if counted and refining else None
-        if fixed is not None and not self._fit_before_fixed_refinement:
+        if fixed is not None:
             # the default count's noise points are the outliers (a set that does
-            # not depend on the units of the columns): the clusters are K-means
-            # of the other points, from every start; no penalized fit is needed
+            # not depend on the units of the columns): the clusters are those of
+            # the other points (K-means, or the mixture's EM), from every start;
+            # no penalized fit is needed
             with solver.blas():
-                state, lam, history = refine_fit(problem, None, fixed=fixed)
+                state, lam, history = self._refine(problem, None, None, fixed)
             self._store(problem, state, lam, lam)
             self.unrefined_lambda_ = None
             self.trimmed_cost_ = self.objective_
@@ -431,8 +432,9 @@ class RobustEstimator(BaseEstimator):
                                             dtype=np.float64)
             self.outlier_rule_ = "noise"
             self._flags_noise_points = True
-            self._refined = True  # the l0 model of eq. (3) with the noise set trimmed
-            warn_empty_clusters(self, self.labels_, self._n_clusters)
+            self._refined = True  # the trimmed model with the noise set trimmed
+            if not solver.model.mixture:
+                warn_empty_clusters(self, self.labels_, self._n_clusters)
             return self
         self._flags_noise_points = False
         with solver.blas():
@@ -446,7 +448,7 @@ class RobustEstimator(BaseEstimator):
                     solver, problem.inits, lam=problem.lam, target=problem.target,
                     weighted=self._log_penalty, lambda_unit=problem.lambda_unit,
                     compare_trimmed=self._named_start == "robust")
-            refined = self._refine(problem, state, lam, fixed) if refining else None
+            refined = self._refine(problem, state, lam) if refining else None
             if refined is None and self._settle and not (self._log_penalty
                                                          or solver.model.mixture):
                 settled = settled_state(solver, state, lam)
@@ -468,20 +470,17 @@ class RobustEstimator(BaseEstimator):
             _warn_refined_count(refined[0].n_outliers, problem.target, state.n_outliers)
         if not solver.model.mixture:
             warn_empty_clusters(self, self.labels_, self._n_clusters)
-        self._flags_noise_points = fixed is not None
         self.outlier_rule_ = ("n_outliers" if self.n_outliers is not None
                               else "lam" if self._lam_value is not None
                               else "noise" if counted else self._default_rule_name)
         return self
 
-    #: Whether a refined default-count fit runs the penalized fit first (its
-    #: solution one more candidate of the refinement) or refines the starts alone.
-    _fit_before_fixed_refinement = False
-
     def _refine(self, problem, state, lam, fixed=None):
         """The refined solution of a fitted problem: (state, lambda, history) of
         the trimmed refinement (:func:`~robustclust._core.refine.refine_fit`
-        for K-means; the mixtures override it), ``fixed`` the points to flag."""
+        for K-means; the mixtures override it), ``fixed`` the points to flag;
+        ``state`` and ``lam`` None when no penalized fit ran (a default count's
+        noise points: the starts are the only candidates)."""
         return refine_fit(problem, state, fixed=fixed)
 
     #: How a fit with neither lam nor n_outliers set lambda when no count was

@@ -21,6 +21,7 @@ from .._core.penalties import make_penalty
 from .._core.selection import OutlierCountWarning, same_init
 from .._core.solver import Solver
 from .._core.starts import kmeans_parallel_in_memory, trim_count
+from .._core.refine import separating_critical_lambda
 from .._core.trimmed_mixture import flag_points, refine_mixture
 from .base import (
     MAX_ITER,
@@ -304,11 +305,11 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     n_outliers_ : int
     outlier_probability_ : ndarray of shape (n_samples,) or None
         With the ``"noise"`` default: each point's posterior probability of
-        the noise component (the count flagged is the number of points where
-        it exceeds 0.5; the mixture then flags that many points by its own
-        rule, the Mahalanobis size of their residuals, which can differ in a
-        few borderline points).  None when ``lam`` or ``n_outliers`` was
-        given or the ``"chi2"`` rule was used.
+        the noise component; the points where it exceeds 0.5 are the
+        outliers, and the mixture is fitted to the others (the trimmed
+        likelihood with that set trimmed, from every start; no penalized fit
+        runs).  None when ``lam`` or ``n_outliers`` was given or the
+        ``"chi2"`` rule was used.
     noise_proportion_ : float or None
         The estimated noise proportion pi_0 of that model (None likewise).
     inlier_flag_rate_ : float or None
@@ -324,9 +325,13 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     refine_history_ : ndarray
         That cost after each concentration step of the kept candidate
         (non-increasing); empty when not refined.
-    unrefined_lambda_ : float
+    unrefined_lambda_ : float or None
         lambda of the penalized fit (a refined fit keeps it as ``lambda_``
-        too; it flags by its trimming level).
+        too; it flags by its trimming level).  None after a fit with the
+        ``"noise"`` default, which runs no penalized fit: its ``lambda_`` is
+        one at which the O-step at the fitted parameters flags its outliers
+        (where the noise points and the others interleave in their residual
+        sizes, the smallest of the flagged points').
     log_density_threshold_ : float or None
         A refined fit's trimming level: the points whose ``score_samples``
         is below it are flagged, the training rows (exactly its outliers)
@@ -492,8 +497,6 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
                              *NoiseDefaultMixin._noise_state_names)
     #: Whether the fit was refined: new points then get the refined model's rule.
     _refined = False
-    #: A default-count fit runs the penalized fit before its refinement.
-    _fit_before_fixed_refinement = True
     _fitted_state_names = (
         "weights_", "means_", "covariances_", "precisions_cholesky_", "lambda_",
         "unweighted_lambda_", "eps_", "n_outliers_", "objective_", "n_iter_", "converged_",
@@ -596,8 +599,16 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     def _refine(self, problem, state, lam, fixed=None):
         """The trimmed-likelihood refinement (:func:`refine_mixture`); lambda_ stays
         that of the penalized fit, and the refined rule for new points is the
-        trimming level (``log_density_threshold_``)."""
+        trimming level (``log_density_threshold_``).  Without a penalized fit
+        (``state`` and ``lam`` None: the default count's noise points ``fixed``),
+        lambda_ is one at which the O-step at the refined parameters flags
+        those points (:func:`separating_critical_lambda`)."""
         refined, self._trim_level, history = refine_mixture(problem, state, fixed)
+        if lam is None:
+            solver = problem.solver
+            flagged = np.zeros(solver.geometry.n_samples, dtype=bool)
+            flagged[np.asarray(to_numpy(refined.outlier_index, solver.xp), dtype=np.intp)] = True
+            lam = separating_critical_lambda(solver.critical_lambdas(refined), flagged)
         return refined, lam, history
 
     def _make_penalties(self, geometry, sample_weight):
