@@ -57,7 +57,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from .. import _progress
 from .compiled import lazy_module
@@ -174,23 +174,16 @@ class NoiseModel:
         active = np.flatnonzero(self.weights > 0)
         if not len(active):
             return out
-        factors, shifts, const, half = [], [], [], []
-        for c in active:
-            nu, factor = self._predictive(c)
-            L = np.linalg.cholesky(self.covariances[c] * factor)
-            W = _inverse_lower(L).T  # z = (x - m) W: z.z is the Mahalanobis distance
-            factors.append(W)
-            shifts.append(self.means[c] @ W)
-            log_det = 2.0 * float(np.log(np.diag(L)).sum())
-            const.append(math.log(self.weights[c]) + gammaln(0.5 * (nu + p))
-                         - gammaln(0.5 * nu) - 0.5 * p * math.log(nu * math.pi)
-                         - 0.5 * log_det)
-            half.append((nu, 0.5 * (nu + p)))
-        W = np.concatenate(factors, axis=1)
-        shift = np.concatenate(shifts)
-        nu = np.array([h[0] for h in half])
-        power = np.array([h[1] for h in half])
-        const = np.array(const)
+        nu, factor = np.array([self._predictive(c) for c in active]).T
+        L = np.linalg.cholesky(self.covariances[active] * factor[:, None, None])
+        # z = (x - m) W_c: z.z is the Mahalanobis distance, W_c = L_c^-T side by side
+        W = np.concatenate([_inverse_lower(L_c).T for L_c in L], axis=1)
+        shift = np.concatenate([self.means[c] @ W[:, i * p:(i + 1) * p]
+                                for i, c in enumerate(active)])
+        log_det = 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
+        power = 0.5 * (nu + p)
+        const = (np.log(self.weights[active]) + gammaln(power) - gammaln(0.5 * nu)
+                 - 0.5 * p * np.log(nu * math.pi) - 0.5 * log_det)
         rows = max(1, CHUNK_ROWS // len(active))
         for start in range(0, n, rows):
             with np.errstate(over="ignore", invalid="ignore"):  # far rows: d2 = inf
@@ -245,11 +238,21 @@ class NoiseModel:
         return rate / total
 
 
+def _logsumexp(a, axis=1):
+    """log sum exp of a 2-D array along ``axis`` (1: of each row), -inf where every
+    term is -inf; scipy.special's, without its overhead per call (a third of
+    its time on 1,000 x 17 joint densities)."""
+    top = np.max(a, axis=axis, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(a - top).sum(axis=axis)) + np.squeeze(top, axis=axis)
+
+
 def _noise_posterior(joint):
     """The noise component's posterior from joint log densities (noise last); a row
     of no density under any component (infinitely far from every cluster, the
     noise proportion 0) is noise."""
-    total = logsumexp(joint, axis=1)
+    total = _logsumexp(joint, axis=1)
     with np.errstate(invalid="ignore"):
         p = np.exp(joint[:, -1] - total)
     p[np.isneginf(total)] = 1.0
@@ -366,7 +369,7 @@ def _run_em(model, data, max_iter, tol):
     counts = []
     for it in range(1, max_iter + 2):
         ll = model.joint_log_densities(data.Xfull)
-        total = logsumexp(ll, axis=1)
+        total = _logsumexp(ll, axis=1)
         loglik = float(w @ total)
         counts.append(int(np.count_nonzero((ll[:, C] - total > math.log(0.5)) & pos)))
         model.log_likelihood = loglik
@@ -402,7 +405,7 @@ def _run_em(model, data, max_iter, tol):
 def _log_likelihood(model, joint, data):
     """The model's log-likelihood of the rows (the certain noise included), from
     their joint log densities ``joint``."""
-    total = float(data.w @ logsumexp(joint, axis=1))
+    total = float(data.w @ _logsumexp(joint, axis=1))
     if data.certain_noise > 0:
         total += data.certain_noise * (math.log(model.noise) - model.log_volume)
     return total
@@ -437,7 +440,7 @@ def _reseed_dense_noise(model, joint, data, max_iter, tol):
     for _ in range(RESEED_MOVES):
         if C < 2:
             break
-        total = logsumexp(ll, axis=1)
+        total = _logsumexp(ll, axis=1)
         noisy = np.flatnonzero((ll[:, C] - total > math.log(0.5)) & pos)
         if len(noisy) < 2 * (k + 1):
             break
@@ -455,7 +458,7 @@ def _reseed_dense_noise(model, joint, data, max_iter, tol):
         if n * float(stats.poisson.sf(k - 1, expected)) >= DENSE_ALPHA:
             break
         # the cluster whose removal costs the least likelihood
-        loss = [float(w @ logsumexp(np.delete(ll, c, axis=1), axis=1)) for c in range(C)]
+        loss = [float(w @ _logsumexp(np.delete(ll, c, axis=1), axis=1)) for c in range(C)]
         c = int(np.argmax(loss))
         near = sample[np.argsort(cdist(X[sample[i]][None, :], X[sample])[0])[:2 * k]]
         trial = NoiseModel(best.keep, best.means.copy(), best.covariances.copy(),
