@@ -7,8 +7,11 @@ import io
 import json
 import warnings
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import scipy.sparse as sp
 from sklearn import datasets
 from sklearn.preprocessing import StandardScaler
@@ -705,3 +708,15 @@ def test_negligible_responsibilities_leave_the_model_as_it_was(monkeypatch):
     np.testing.assert_allclose(model.means, model0.means, rtol=0, atol=1e-9)
     np.testing.assert_allclose(model.covariances, model0.covariances, rtol=0, atol=1e-9)
     assert model.noise == pytest.approx(model0.noise, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=6),
+                  elements=st.one_of(st.floats(-800.0, 800.0), st.just(-np.inf))))
+def test_the_noise_models_log_sum_exp_is_scipys(a):
+    """Rows of joint log densities, some -inf or entirely -inf (no density)."""
+    from scipy.special import logsumexp
+
+    with np.errstate(divide="ignore"):
+        expected = logsumexp(a, axis=1)
+    np.testing.assert_allclose(noise._logsumexp(a, axis=1), expected, rtol=1e-12, atol=1e-12)
