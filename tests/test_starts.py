@@ -641,3 +641,20 @@ def test_a_start_with_other_settings_builds_its_own_problem(monkeypatch):
     assert (a.n_outliers_, b.n_outliers_, c.n_outliers_) == (400, 400, 200)
     expected = RobustKMeans(3, n_outliers=200, n_init=1, random_state=2).fit(X)
     np.testing.assert_array_equal(c.cluster_centers_, expected.cluster_centers_)
+
+
+def test_screened_starts_of_a_large_set_take_the_same_steps_compiled_or_not(monkeypatch):
+    """Above the compiled kernels' row count the sample's concentration steps run
+    compiled (the fit runs them anyway); they reach the centres the NumPy steps do."""
+    from robustclust._core import starts as starts_module
+    from robustclust._core.compiled import COMPILED_MIN_ROWS
+
+    X, _ = make_blobs(COMPILED_MIN_ROWS + 500, n_features=4, centers=5, random_state=2)
+    X[:40] += 60.0  # far rows for the trimming
+    w = np.ones(len(X))
+    compiled = starts_module.screened_starts(X, w, 5, 40, np.random.RandomState(0))
+    monkeypatch.setattr(starts_module, "worth", lambda n: False)
+    plain = starts_module.screened_starts(X, w, 5, 40, np.random.RandomState(0))
+    assert len(compiled) == len(plain) == 2
+    for a, b in zip(compiled, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)

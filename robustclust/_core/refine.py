@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _progress
 from .backend import asarray, to_numpy
-from .compiled import lazy_module, worth
+from .compiled import lazy_module
 from .spaces import PointSpace
 
 _concentration = lazy_module("robustclust._core._concentration")
@@ -113,9 +113,9 @@ def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_wei
 
 def compiled_space(space):
     """The dense X of ``space`` for the compiled steps, or None (a kernel or sparse
-    space, or too few rows for them to pay: :func:`~robustclust._core.compiled.worth`)."""
+    space, or one of too few rows for them to pay: ``PointSpace.compiled``)."""
     dense = getattr(space, "dense", None)
-    return dense if dense is not None and worth(space.n_samples) else None
+    return dense if dense is not None and space.compiled else None
 
 
 @dataclass

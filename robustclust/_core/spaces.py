@@ -12,6 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
+from .compiled import worth
+
 #: Entries of the dense label-by-row weight block that :meth:`PointSpace.means`
 #: multiplies with X (8 MB): the means of dense X are products of such blocks
 #: with row blocks of X, a third of the time of building a SciPy matrix for
@@ -23,7 +25,7 @@ MEANS_BLOCK_ENTRIES = 2**20
 class PointSpace:
     """Squared Euclidean distances of the rows of X (NumPy array or CSR matrix)."""
 
-    def __init__(self, X):
+    def __init__(self, X, compiled=None):
         # sparse products need one dtype on both sides, and the centres are float64
         self.X = X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X
         #: the data for the compiled concentration steps (dense float64 or
@@ -31,6 +33,10 @@ class PointSpace:
         self.dense = (X if isinstance(X, np.ndarray) and X.dtype in (np.float64, np.float32)
                       and (X.flags.c_contiguous or X.flags.f_contiguous) else None)
         self.n_samples = X.shape[0]
+        #: whether the compiled steps run on ``dense`` (default: when the rows are
+        #: enough for them to pay, ``compiled.worth``; a sample of a larger data
+        #: set, whose fit runs them anyway, may say so)
+        self.compiled = worth(self.n_samples) if compiled is None else bool(compiled)
         self.sq_norms = row_norms(X, squared=True).astype(np.float64, copy=False)
 
     def point_distances(self, index):

@@ -58,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _progress
-from .compiled import lazy_njit
+from .compiled import lazy_njit, worth
 from .refine import concentration_steps, trim_mask
 from .spaces import PointSpace
 
@@ -218,7 +218,8 @@ def screened_starts(X, sample_weight, n_clusters, n_trim, rng, n_starts=AUTO_STA
         t = min(int(round(n_trim * m / n)), m - n_clusters)
     else:
         rows, t = np.arange(n), n_trim
-    space = PointSpace(X[rows])
+    # the sample's steps compiled when the data's fit runs compiled steps anyway
+    space = PointSpace(X[rows], compiled=worth(n))
     ws = w[rows]
     screened = []
     for k in _progress.steps("starts", range(n_starts), n_starts):
