@@ -720,3 +720,23 @@ def test_the_noise_models_log_sum_exp_is_scipys(a):
     with np.errstate(divide="ignore"):
         expected = logsumexp(a, axis=1)
     np.testing.assert_allclose(noise._logsumexp(a, axis=1), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_the_default_counts_clusters_start_from_the_noise_models():
+    """With the default count the clusters are K-means of the non-noise points, and
+    the noise model's clusters and its EM's robust start are among the starts: the
+    fit's cost is at most that of Lloyd's K-means on those points from either."""
+    from sklearn.cluster import KMeans
+
+    X, _ = _blobs_with_noise(0.1)
+    m = RobustKMeans(3, random_state=0).fit(X)
+    kept = ~m.outlier_mask_
+    internal = (X - m._offset) / m._scale
+    starts = m._noise_model.centres_in_input_units(internal[:1])
+    assert len(starts) == 2 and all(c.shape == (3, 3) for c in starts)
+    for centres in starts:  # internal units back to the data's
+        lloyd = KMeans(3, init=centres * m._scale + m._offset, n_init=1, tol=0,
+                       max_iter=1000).fit(X[kept])
+        assert m.objective_ <= lloyd.inertia_ * (1 + 1e-9)
+    assert m.objective_ == pytest.approx(
+        ((X[kept] - m.cluster_centers_[m.labels_[kept]]) ** 2).sum(), rel=1e-9)

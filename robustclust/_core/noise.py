@@ -146,10 +146,26 @@ class NoiseModel:
     #: units of the columns (see :func:`default_count`).
     loc: np.ndarray = None
     scale: np.ndarray = None
+    #: The robust start EM began from (the model's units; not kept in model files).
+    start: np.ndarray = None
 
     @property
     def dim(self):
         return int(self.means.shape[1])
+
+    def centres_in_input_units(self, X):
+        """The clusters' means and the robust start EM began from, as centres in
+        X's units (the units the model was given): [means, start] (the start only
+        when the model has one), each (C, p) with the constant features at their
+        value on X's first row."""
+        out = []
+        for Z in (self.means, self.start):
+            if Z is None:
+                continue
+            M = np.repeat(np.asarray(X[:1], dtype=np.float64), Z.shape[0], axis=0)
+            M[:, self.keep] = Z if self.loc is None else Z * self.scale + self.loc
+            out.append(M)
+        return out
 
     def _predictive(self, c):
         """(nu, scale factor) of cluster c's predictive t."""
@@ -553,7 +569,7 @@ def default_count(X, sample_weight, n_clusters, rng):
                                 n_keep=1)[0]
         model, joint = _fit_noise_model(Z, start, ws, MAX_EM_ITER, EM_TOL, extent[keep] / scale,
                                         far_weight)
-        model.keep, model.loc, model.scale = keep, loc, scale
+        model.keep, model.loc, model.scale, model.start = keep, loc, scale, start
         # the rows EM saw have their densities under the final model already
         prob = np.empty(n)
         prob[rows] = _noise_posterior(joint)

@@ -185,6 +185,16 @@ def robust_start(space, n_clusters, sample_weight, n_trim, rng, n_seedings=N_SEE
 #: reach the same trimmed cost on the planted sets and bench_trimmed's.
 AUTO_STARTS = 10
 AUTO_KEEP = 2
+#: Robust starts of a fit with the default count, besides the noise model's clusters
+#: and its own start (``RobustKMeans``, ``n_init="auto"``): its noise points are
+#: fixed, and K-means of the others needs no protection from far points, only a
+#: good start; the noise model's EM can merge two clusters where the noise is dense
+#: (three blobs in 60% uniform noise: an empty cluster from its clusters alone).
+#: Measured (5 seeds each, bench_defaults' eight real sets and planted blobs at 10^3
+#: and 10^4): the mean l0 cost equal to that of the ten starts of before within
+#: 0.002%, lower on digits (raw -0.13%, standardised -0.26%), the same mean ARI
+#: within 0.004; the default fit 0.72-0.95x the CPU (medians of 7, two interleaved rounds).
+NOISE_COUNT_STARTS = 3
 #: Rows of that sample: at least START_SAMPLE_MIN_ROWS, START_SAMPLE_ROWS_PER_CLUSTER
 #: per cluster (the trimmed seeding needs a few dozen points of every cluster).
 START_SAMPLE_MIN_ROWS = 2000

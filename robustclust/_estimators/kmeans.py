@@ -28,6 +28,7 @@ from .._core.solver import Solver
 from .._core.spaces import PointSpace
 from .._core.starts import (
     AUTO_KEEP,
+    NOISE_COUNT_STARTS,
     kmeans_parallel_in_memory,
     robust_start,
     screened_starts,
@@ -135,7 +136,12 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         ones, :func:`robustclust._core.starts.screened_starts`: at 100,000 x
         32 with 16 clusters ten full starts cost 14 KMeans fits, these a
         fraction of one); one start for the other ``init``, as scikit-learn's
-        ``n_init="auto"``.
+        ``n_init="auto"``.  With the default count (neither ``lam`` nor
+        ``n_outliers``) the fit is K-means of the points that are not noise,
+        and its starts are the noise model's clusters, the robust start its EM
+        began from and the best of ``NOISE_COUNT_STARTS`` = 3 robust starts of
+        its own, instead of ten (the EM can merge two clusters where the noise
+        is dense; measured, see ``NOISE_COUNT_STARTS``).
     refine : {"auto", True, False}, default="auto"
         Exact trimmed refinement of the fitted solution (see Notes):
         concentration steps that lower the l0 cost of eq. (3) to a fixed
@@ -507,6 +513,23 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         if not (isinstance(self.init, str) and self.init in ("robust", "k-means||")):
             return None  # k-means++, random draws and given centres trim nothing
         solver = problem.solver
+        model = getattr(self, "_noise_model", None)
+        if model is not None and self.init == "robust" and self.n_init == "auto":
+            # the default count: the noise points are fixed and the clusters are
+            # K-means of the others, started from the noise model's clusters, the
+            # robust start its EM began from and the best of a few robust starts
+            # of our own (see n_init)
+            g = solver.geometry
+            Xh = to_numpy(g.X, g.xp)
+            w = np.asarray(to_numpy(solver.sample_weight, g.xp), dtype=np.float64)
+            row = Xh[np.flatnonzero(w > 0)[:1]]
+            n_trim = trim_count(n_outliers, Xh.shape[0], self.n_clusters)
+            with solver.blas():
+                own = screened_starts(Xh, w, self.n_clusters, n_trim,
+                                      check_random_state(self.random_state),
+                                      n_starts=NOISE_COUNT_STARTS, n_keep=1)
+            return [asarray(c.astype(Xh.dtype, copy=False), g.xp, like=g.sq_norms)
+                    for c in [*model.centres_in_input_units(row), *own]]
         with solver.blas():
             return self._initializations(solver, None, solver.sample_weight,
                                          check_random_state(self.random_state), n_outliers)
