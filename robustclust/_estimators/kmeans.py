@@ -208,10 +208,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         Number of points flagged.
     outlier_probability_ : ndarray of shape (n_samples,) or None
         With the ``"noise"`` default: each point's posterior probability of
-        the noise component (the count flagged is the number of points where
-        it exceeds 0.5; the fit then flags that many points by its own
-        distances, which can differ in a few borderline points).  None when
-        ``lam`` or ``n_outliers`` was given or the ``"chi2"`` rule was used.
+        the noise component; with ``refine`` the points where it exceeds 0.5
+        are the outliers (with ``refine=False`` or soft K-means the fit flags
+        that many points by its own distances, which can differ in a few
+        borderline points).  None when ``lam`` or ``n_outliers`` was given or
+        the ``"chi2"`` rule was used.
     noise_proportion_ : float or None
         The estimated noise proportion pi_0 of that model (None likewise).
     inlier_flag_rate_ : float or None
@@ -267,7 +268,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     f(x) = pi_0 / V + sum_c pi_c g_c(x), V the volume of the bounding box of
     the data (over its non-constant features), in the manner of mclust's
     noise component (:mod:`robustclust._core.noise`).  The model is fitted by
-    EM on a sample of at most 10,000 rows, in standardised units (each
+    EM on a sample of max(3,000, 6 C (p + 1)) rows at most 10,000 (all rows
+    when there are fewer), in standardised units (each
     feature centred on its median and divided by its spread), so that its
     answer does not depend on the units of the columns, from its own robust
     start; each cluster has a full covariance (shrunk 20% towards a multiple
@@ -277,7 +279,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     (``outlier_probability_``, every row).  With ``refine`` (hard K-means,
     group penalty) the points where it exceeds 0.5 are the outliers and the
     clusters are K-means of the other points (concentration steps with that
-    set fixed, from every start); ``predict`` flags new points the same way
+    set fixed, from the noise model's clusters, its start and three robust
+    starts: see ``n_init``); ``predict`` flags new points the same way
     (the noise model is kept, in model files too).  Otherwise the count is
     fitted as ``n_outliers`` would be.  What it promises: on data without
     noise EM drives pi_0, and with it every probability, towards 0, so

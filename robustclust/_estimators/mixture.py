@@ -375,34 +375,30 @@ class RobustGaussianMixture(DensityMixin, NoiseDefaultMixin, RobustEstimator):
     default (see its Notes, and :mod:`robustclust._core.noise`): the data
     are modelled as Gaussian clusters plus uniform noise over their bounding
     box, f(x) = pi_0 / V + sum_c pi_c g_c(x), in the manner of mclust's noise
-    component; EM from the means of the first three initialisations (the
-    robust K-means starts of ``init``; the model of largest likelihood kept)
-    estimates means, full covariances (shrunk towards a multiple of the
-    identity; each cluster evaluated by its posterior predictive Student t),
-    weights and pi_0.  The points whose noise probability exceeds 0.5 are
-    counted and the mixture is fitted with that count as with
-    ``n_outliers`` (without the warning when no lambda flags it exactly).
-    The noise model has full per-cluster covariances whatever
-    ``covariance_type``: it sets how many points are flagged; which ones is
-    the mixture's own rule at the chosen lambda.  What it promises: data
-    without noise drive pi_0, and with it every probability, towards 0
-    (12,000 points of three 3-D Gaussian clusters: none flagged); with
-    noise, the expected fraction of Gaussian inliers whose probability
-    exceeds 0.5 is ``inlier_flag_rate_`` (three 2-D clusters of 10,000 plus
-    30% noise: 0.45% against 0.48% promised; the mixture flags 0.62% of
-    them).  Measured with the default ``covariance_type``
+    component; EM from its own robust start estimates means, full
+    covariances (shrunk towards a multiple of the identity; each cluster
+    evaluated by its posterior predictive Student t), weights and pi_0.
+    With ``refine`` (the default ``"auto"``) the points whose noise
+    probability exceeds 0.5 are the outliers and the mixture is the
+    trimmed-likelihood fit of the others from every start (no penalized
+    fit runs; ``lambda_`` is one at which the O-step at the fitted
+    parameters flags them); with ``refine=False`` the mixture is fitted
+    with that count as with ``n_outliers`` and its own rule decides which
+    points.  The noise model has full per-cluster covariances whatever
+    ``covariance_type``.  What it promises: data without noise drive pi_0,
+    and with it every probability, towards 0 (12,000 points of three 3-D
+    Gaussian clusters: none flagged); with noise, the expected fraction of
+    Gaussian inliers whose probability exceeds 0.5 is ``inlier_flag_rate_``
+    (three 2-D clusters of 10,000 plus 30% noise: 0.44% against 0.47%
+    promised).  Measured with the default ``covariance_type``
     (``tests/test_default_count.py``, ``random_state=0``): standardised
     iris, wine, breast cancer (0 flagged each) and digits (24 of 1,797),
     where the chi^2 rule flags 2.7%, 4.5%, 11.6% and 9.1%; 300 blob points
-    plus 33 (10%) and 450 (60%) uniform points: 32 (all planted) and 444
-    (99.3% planted) flagged, where the chi^2 rule flags 27 and 0.  The
-    per-component ``"full"`` type gets the same counts but flags some blob
-    points instead of noise (precision 0.84 and 0.66): a broad component
-    takes over part of the noise, as it does with ``n_outliers`` set to the
-    planted count.  Cost: EM with full covariances, O(N C p^2) per
-    iteration, on a random sample of at most 50,000 rows (standardised
-    digits, 10 components: a default fit takes 4.5 s of CPU, 3.7 s of it the
-    noise model's EM, against 1.3 s with the chi^2 rule).
+    plus 33 (10%) and 450 (60%) uniform points: 32 and 437 flagged, all
+    planted, with ``"tied_spherical"`` and ``"full"`` alike.  Cost: EM
+    with full covariances, O(N C p^2) per iteration, on a sample of
+    max(3,000, 6 C (p + 1)) rows at most 10,000 (standardised digits, 10
+    components: a default fit takes 0.5 s of CPU).
 
     **Refinement** (``refine``; :mod:`robustclust._core.trimmed_mixture`).
     The trimmed likelihood of tclust's mixture variant (Neykov et al. 2007;
