@@ -152,16 +152,17 @@ def test_inlier_flag_rate_matches_sampling_the_fitted_model():
     assert measured >= 0.5 * rate
 
 
-def test_em_on_a_sample_of_large_data(monkeypatch):
+@pytest.mark.parametrize("rows", [200, 150])  # most of the 333 rows, and fewer than half
+def test_em_on_a_sample_of_large_data(rows, monkeypatch):
     """Above em_sample_size() rows EM runs on a fixed random sample; the box and
     the probabilities are those of all rows."""
     X, planted = _blobs_with_noise(0.1)
     full = RobustKMeans(3, random_state=0).fit(X)
-    monkeypatch.setattr(noise, "MAX_EM_ROWS", 200)
+    monkeypatch.setattr(noise, "MAX_EM_ROWS", rows)
     sampled = RobustKMeans(3, random_state=0).fit(X)
     assert sampled.outlier_probability_.shape == (len(X),)
-    assert sampled._noise_model.sizes.sum() + sampled.noise_proportion_ * 200 \
-        == pytest.approx(200)  # EM saw 200 rows
+    assert sampled._noise_model.sizes.sum() + sampled.noise_proportion_ * rows \
+        == pytest.approx(rows)  # EM saw that many rows
     assert abs(sampled.n_outliers_ - planted.sum()) <= 0.2 * planted.sum()
     assert (sampled.outlier_mask_ & planted).sum() >= 0.9 * sampled.n_outliers_
     assert abs(sampled.n_outliers_ - full.n_outliers_) <= 3

@@ -570,11 +570,16 @@ def default_count(X, sample_weight, n_clusters, rng):
         model, joint = _fit_noise_model(Z, start, ws, MAX_EM_ITER, EM_TOL, extent[keep] / scale,
                                         far_weight)
         model.keep, model.loc, model.scale, model.start = keep, loc, scale, start
-        # the rows EM saw have their densities under the final model already
-        prob = np.empty(n)
-        prob[rows] = _noise_posterior(joint)
+        # the rows EM saw have their densities under the final model already; when
+        # they are most of the rows the others are evaluated alone (a copy of
+        # them), otherwise every row is, in blocks (no copy of X)
         rest = np.ones(n, dtype=bool)
         rest[rows] = False
-        if rest.any():
-            prob[rest] = model.noise_probability(X[rest])
+        if np.count_nonzero(rest) <= len(rows):
+            prob = np.empty(n)
+            prob[rows] = _noise_posterior(joint)
+            if rest.any():
+                prob[rest] = model.noise_probability(X[rest])
+        else:
+            prob = model.noise_probability(X)
     return int(np.count_nonzero((prob > 0.5) & pos)), prob, model
