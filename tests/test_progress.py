@@ -39,7 +39,7 @@ def test_a_noise_model_fit_and_a_count_search_name_their_phases_with_totals():
     import numpy as np
 
     from robustclust._core import noise
-    from robustclust._core.starts import AUTO_STARTS
+    from robustclust._core.starts import NOISE_COUNT_STARTS
 
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
     seen, ticks = _phases_of(lambda: RobustKMeans(4, random_state=0).fit(X))
@@ -48,13 +48,17 @@ def test_a_noise_model_fit_and_a_count_search_name_their_phases_with_totals():
     assert "refinement" in names
     by_name = {p.name: p for p in seen if p is not None}
     assert by_name["noise model (the default count)"].total == noise.MAX_EM_ITER
-    assert by_name["starts"].total == AUTO_STARTS
     # every step falls inside a phase of known total, and no phase overruns it
-    counts = {}
+    counts = {}  # by identity: a phase entered twice is two phases
     for phase in ticks:
         assert phase is not None and phase.total is not None
-        counts[phase] = counts.get(phase, 0) + 1
-    assert all(n <= phase.total for phase, n in counts.items())
+        counts[id(phase)] = counts.get(id(phase), 0) + 1
+    assert all(counts.get(id(p), 0) <= p.total for p in seen if p is not None)
+    # the starts (the noise model's, then the fit's own) report one step each, all
+    starts = [p for p in seen if p is not None and p.name == "starts"]
+    assert len(starts) == 2
+    assert all(sum(1 for t in ticks if t is p) == p.total for p in starts)
+    assert starts[1].total == NOISE_COUNT_STARTS
     assert seen[-1] is None  # the fit ends outside any phase
     # a count search: its evaluations against the search's budget
     seen, ticks = _phases_of(lambda: RobustKMeans(4, n_outliers=40, random_state=0).fit(X))
@@ -68,6 +72,7 @@ def test_a_noise_model_fit_and_a_count_search_name_their_phases_with_totals():
 def test_the_command_line_bar_shows_the_phase_and_its_total():
     import io
 
+    from robustclust._core.starts import NOISE_COUNT_STARTS
     from robustclust.cli._run import progress_bar
 
     class Terminal(io.StringIO):
@@ -80,4 +85,4 @@ def test_the_command_line_bar_shows_the_phase_and_its_total():
         RobustKMeans(4, random_state=0).fit(X)
     text = out.getvalue()
     assert "fit: noise model (the default count)" in text and "/200" in text
-    assert "fit: starts" in text and "/10" in text
+    assert "fit: starts" in text and f"/{NOISE_COUNT_STARTS}" in text
