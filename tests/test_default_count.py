@@ -741,3 +741,20 @@ def test_the_default_counts_clusters_start_from_the_noise_models():
         assert m.objective_ <= lloyd.inertia_ * (1 + 1e-9)
     assert m.objective_ == pytest.approx(
         ((X[kept] - m.cluster_centers_[m.labels_[kept]]) ** 2).sum(), rel=1e-9)
+
+
+@pytest.mark.parametrize("method, clusters", [("kmeans", "K-means"), ("gmm", "the mixture")])
+def test_command_line_says_what_the_default_count_fits_to_the_other_points(tmp_path, method,
+                                                                           clusters):
+    import pandas as pd
+
+    from robustclust.cli import main
+
+    X, _ = _blobs_with_noise(0.1)
+    pd.DataFrame(X, columns=["a", "b", "c"]).to_csv(tmp_path / "d.csv", index=False)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fit", str(tmp_path / "d.csv"), "-k", "3", "--method", method]) == 0
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("outliers: ")]
+    assert lines and lines[0].startswith("outliers: the points the noise model calls noise; "
+                                          f"the clusters: {clusters} of the others (")

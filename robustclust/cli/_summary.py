@@ -127,13 +127,16 @@ def _result_lines(summary):
         lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, {what} "
                      f"{_num(summary['objective'])}, {count(summary['n_iter'], 'iteration')}, "
                      f"{summary['time_s']:.2f} s")
+        kmeans = summary.get("estimator") == "RobustKMeans"
         if refined and refined["unrefined_lambda"] is None:
+            clusters = "K-means" if kmeans else "the mixture"
             lines.append("outliers: the points the noise model calls noise; the clusters: "
-                         f"K-means of the others ({count(refined['steps'], 'step')})")
+                         f"{clusters} of the others ({count(refined['steps'], 'step')})")
         elif refined:
+            fit = "robust K-means fit" if kmeans else "penalized fit"
+            hint = " (--unrefined for that fit)" if kmeans else ""
             lines.append(f"refined: {count(refined['steps'], 'concentration step')} from "
-                         f"the robust K-means fit at lambda "
-                         f"{_num(refined['unrefined_lambda'])} (--unrefined for that fit)")
+                         f"the {fit} at lambda {_num(refined['unrefined_lambda'])}{hint}")
     else:
         lines.append(f"result: {count(summary['n_outliers'], 'outlier')}, "
                      f"{summary['time_s']:.2f} s")
