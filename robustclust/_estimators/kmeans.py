@@ -28,6 +28,7 @@ from .._core.solver import Solver
 from .._core.spaces import PointSpace
 from .._core.starts import (
     AUTO_KEEP,
+    AUTO_STARTS,
     NOISE_COUNT_STARTS,
     kmeans_parallel_in_memory,
     robust_start,
@@ -495,7 +496,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self._eps = eps
         return make_penalty(self._rho), make_penalty(self._rho, True, eps)
 
-    def _initializations(self, solver, X, sample_weight, rng, n_outliers=None):
+    def _initializations(self, solver, X, sample_weight, rng, n_outliers=None, extra=(),
+                         n_starts=AUTO_STARTS, n_keep=AUTO_KEEP):
+        """The starts; with ``init="robust"`` and ``n_init="auto"``, the centres
+        ``extra`` (internal units) followed by the best ``n_keep`` of ``n_starts``
+        screened starts."""
         g = solver.geometry
         if not isinstance(self.init, str):
             init = np.asarray(to_numpy(self.init), dtype=np.float64)
@@ -506,9 +511,10 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         n_trim = trim_count(self.n_outliers if n_outliers is None else n_outliers,
                             Xh.shape[0], self.n_clusters)
         if self.n_init == "auto" and self.init == "robust":
-            starts = screened_starts(Xh, w, self.n_clusters, n_trim, rng)
+            starts = screened_starts(Xh, w, self.n_clusters, n_trim, rng, n_starts=n_starts,
+                                     n_keep=n_keep)
             return [asarray(c.astype(Xh.dtype, copy=False), g.xp, like=g.sq_norms)
-                    for c in starts]
+                    for c in [*extra, *starts]]
         return [asarray(initial_centers(Xh, w, self.n_clusters, self.init, rng, n_trim), g.xp,
                         like=g.sq_norms) for _ in range(self._n_init)]
 
@@ -517,6 +523,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             return None  # k-means++, random draws and given centres trim nothing
         solver = problem.solver
         model = getattr(self, "_noise_model", None)
+        screened = {}
         if model is not None and self.init == "robust" and self.n_init == "auto":
             # the default count: the noise points are fixed and the clusters are
             # K-means of the others, started from the noise model's clusters, the
@@ -524,18 +531,13 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             # of our own (see n_init)
             g = solver.geometry
             Xh = to_numpy(g.X, g.xp)
-            w = np.asarray(to_numpy(solver.sample_weight, g.xp), dtype=np.float64)
-            row = Xh[np.flatnonzero(w > 0)[:1]]
-            n_trim = trim_count(n_outliers, Xh.shape[0], self.n_clusters)
-            with solver.blas():
-                own = screened_starts(Xh, w, self.n_clusters, n_trim,
-                                      check_random_state(self.random_state),
-                                      n_starts=NOISE_COUNT_STARTS, n_keep=1)
-            return [asarray(c.astype(Xh.dtype, copy=False), g.xp, like=g.sq_norms)
-                    for c in [*model.centres_in_input_units(row), *own]]
+            w = np.asarray(to_numpy(solver.sample_weight, g.xp))
+            screened = {"extra": model.centres_in_input_units(Xh[np.flatnonzero(w > 0)[:1]]),
+                        "n_starts": NOISE_COUNT_STARTS, "n_keep": 1}
         with solver.blas():
             return self._initializations(solver, None, solver.sample_weight,
-                                         check_random_state(self.random_state), n_outliers)
+                                         check_random_state(self.random_state), n_outliers,
+                                         **screened)
 
     def _store_model(self, problem, state):
         solver = problem.solver
