@@ -960,3 +960,30 @@ def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread(monkeypatch):
     np.testing.assert_allclose(many["sums"], one["sums"], rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(many["weights"], one["weights"], rtol=1e-12)
     assert many["objective"] == pytest.approx(one["objective"], rel=1e-12)
+
+
+@pytest.mark.parametrize("lam", [0.0, 6.0, np.inf])
+def test_compiled_assignment_equals_the_numpy_assignment(monkeypatch, lam):
+    # predict's (and the fit's settled) assignment at fixed centres: one compiled
+    # pass gives the labels, outliers, per-point costs of eq. (6) and the score
+    # that the NumPy O- and U-steps settle on
+    X = _large(seed=3)
+    w = np.random.default_rng(2).uniform(0.5, 1.5, size=len(X))
+    model = RobustKMeans(4, lam=6.0, init=X[200:204], n_init=1).fit(X, sample_weight=w)
+    model.unweighted_lambda_ = model.lambda_ = lam
+    solver, fast = model._assign(X)
+    assert fast.products is None  # the compiled pass's state (no N x C products)
+    fast_score, fast_norms = model.score(X, sample_weight=w), model.outlier_norms(X)
+    monkeypatch.setattr(fused_module, "FUSED_MIN_ROWS", 10**9)
+    _, plain = model._assign(X)
+    assert plain.products is not None
+    np.testing.assert_array_equal(np.asarray(fast.labels), np.asarray(plain.labels))
+    np.testing.assert_array_equal(fast.outliers.index, plain.outliers.index)
+    # (distances from products: an absolute rounding of eps (|x|^2 + |m|^2), which
+    # ||o|| = ||r|| - lam / 2 near the threshold keeps)
+    np.testing.assert_allclose(fast.outliers.sizes, plain.outliers.sizes, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast.point_costs, plain.point_costs, rtol=1e-10, atol=1e-12)
+    assert fast.objective == pytest.approx(plain.objective, rel=1e-12)
+    assert fast_score == pytest.approx(model.score(X, sample_weight=w), rel=1e-12)
+    np.testing.assert_allclose(fast_norms, model.outlier_norms(X), rtol=1e-12, atol=1e-12)
+    assert (0 < len(plain.outliers.index) < len(X)) == (lam == 6.0)

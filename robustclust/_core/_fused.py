@@ -1510,10 +1510,12 @@ def _state(solver, centers, result, key):
                  result["objective"], pending=(result["sums"], result["weights"], key, result))
 
 
-def init_state(solver, centers, lam):
+def init_state(solver, centers, lam, costs=None):
     """Cold state at initial centres: nearest centres, then (finite ``lam``) O and U.
 
     One pass: the residuals of the O-step are those to the nearest centres.
+    ``costs`` (an (N,) float64 array) receives each point's squared distance
+    to its nearest centre.
     """
     g = solver.geometry
     penalty = solver.penalty
@@ -1522,7 +1524,9 @@ def init_state(solver, centers, lam):
     irls = solver.model.uses_irls(penalty)
     result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight,
                        np.zeros(g.n_samples, dtype=np.intp), lam=lam if finite else np.inf,
-                       tau0=tau0, eps=eps, irls=irls, nearest=True)
+                       tau0=tau0, eps=eps, irls=irls, nearest=True, costs=costs)
+    if costs is not None:  # the l0 costs at these centres (kept_costs)
+        result["costs"], result["costs_of"] = costs, centers
     key = "any" if not finite or not result["shrink"].any() else (
         ("irls", lam, penalty.weighted) if irls else "eq9")
     return _state(solver, centers, result, key)

@@ -313,6 +313,24 @@ class KMeansModel:
         step = self._membership_step(solver, products, outliers, lam, penalty, centers)
         return self._new_state(solver, centers, products, outliers, step)
 
+    def settled_assignment(self, solver, centers, lam):
+        """What :meth:`Solver.assign` settles on for hard K-means with the convex
+        group penalty at fixed ``centers``, in one compiled pass: each point's
+        nearest centre and the prox of its residual r_n to it (eq. (11)),
+        o_n = s_n r_n, with each point's cost of eq. (6),
+        ||r_n - o_n||^2 + lam rho(o_n) = (1 - s_n)^2 ||r_n||^2 + lam rho(o_n).
+        """
+        sq_residuals = np.empty(solver.geometry.n_samples)
+        state = _fused.init_state(solver, np.asarray(centers), lam, costs=sq_residuals)
+        costs = sq_residuals
+        if math.isfinite(lam):
+            o = state.outliers
+            costs = (sq_residuals * (1.0 - o.shrink_full) ** 2
+                     + lam * penalty_values(solver.penalty, o))
+        state.point_costs = costs
+        state.objective = solver.objective_of(costs)
+        return state
+
     def start(self, solver, centers, products):
         """The state of centres with O = 0: memberships that best fit them."""
         outliers = no_outliers(solver.geometry.n_samples, solver.xp, like=products.diag)

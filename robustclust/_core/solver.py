@@ -301,6 +301,10 @@ class Solver:
         """
         model = self.model
         centers = start.centers
+        if (len(stages) == 1 and not stages[0][1] and not model.mixture
+                and _fused.eligible(self, self.penalty)):
+            # the one exact pass, compiled: no N x C matrices
+            return model.settled_assignment(self, centers, float(stages[0][0]))
         cov = start.covariance
         products = self.geometry.products(centers, cov.metric if cov is not None else None)
         if model.mixture:
@@ -343,9 +347,10 @@ class Solver:
         negative log-likelihood of all but the n_trim least likely points).
         """
         scores = np.array(self.to_host(self.model.point_scores(self, state)), dtype=np.float64)
-        if n_trim > 0:
-            scores[np.argpartition(-scores, n_trim - 1)[:n_trim]] = 0.0
-        return float(scores.sum())
+        kept = scores.shape[0] - n_trim
+        if n_trim > 0 and kept > 0:
+            scores.partition(kept)  # in place: the n_trim largest last, no index array
+        return float(scores[:max(kept, 0)].sum())
 
     def default_lambda(self, state):
         """The data-driven lambda at ``state`` (see :mod:`robustclust._core.selection`).

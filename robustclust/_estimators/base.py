@@ -460,6 +460,9 @@ class RobustEstimator(BaseEstimator):
                         f"(lambda_={problem.user_lambda(lam):.6g}) with its parameters "
                         "held fixed, and those are kept.", OutlierCountWarning,
                         stacklevel=4)
+                # the same centres (eq. (3)'s cost is theirs): the fit's own state,
+                # a set of per-row arrays, is not kept beside it
+                state = settled
             else:
                 settled = state
         if refined is None:  # a refined fit stores the refined state only
