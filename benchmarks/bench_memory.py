@@ -4,8 +4,10 @@ Each case runs ``robustclust fit`` in a fresh process (``robustclust.cli.main``
 after the libraries are imported and numba has compiled): the peak resident
 size (``ru_maxrss``) above the size after the imports, divided by the file's
 size.  ``read`` is the command line's reader alone (``read_input``); ``lam``
-a fit at a given lambda; ``count`` a fit asked for 1% outliers (the count
-search and the refinement).  Then a 2 GB file of NUL bytes (``truncate -s 2G``,
+a fit at a given lambda, the one that flags about 1% of the rows (read off a
+count fit of 20,000 rows in the parent: a lambda that flags every row makes
+the outlier matrix, which the fit returns, as large as X); ``count`` a fit
+asked for 1% outliers (the count search and the refinement).  Then a 2 GB file of NUL bytes (``truncate -s 2G``,
 sparse: no disk) must be refused within 10 s using under 1 GB.
 
     python benchmarks/bench_memory.py [--quick]
@@ -42,14 +44,16 @@ _CASE = textwrap.dedent("""
     from robustclust import RobustKMeans
     from robustclust.cli import main
     from robustclust.cli._data import read_input
-    RobustKMeans(2, n_init=1).fit(np.random.default_rng(0).normal(size=(300, 2)))  # compile
+    what, path, lam, p = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    W = np.random.default_rng(0).normal(size=(6000, p))  # compile the kernels of both fits
+    RobustKMeans(4, lam=float(lam)).fit(W)
+    RobustKMeans(4, n_outliers=60).fit(W)
     base = rss_mb()
-    what, path = sys.argv[1], sys.argv[2]
     if what == "read":
         read_input(path)
         status = 0
     elif what == "lam":
-        status = main(["fit", path, "-k", "4", "--lam", "30", "--quiet"])
+        status = main(["fit", path, "-k", "4", "--lam", lam, "--quiet"])
     else:
         status = main(["fit", path, "-k", "4", "-s", "1%", "--quiet"])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -67,9 +71,20 @@ def write_table(path, rows, columns, seed=0):
             np.savetxt(fh, X, delimiter=",", fmt="%.6f")
 
 
-def measure(what, path):
-    out = subprocess.run([sys.executable, "-c", _CASE, what, str(path)], capture_output=True,
-                         text=True, check=True)
+def lambda_for_share(path, share=0.01, rows=20_000):
+    """A lambda that flags about ``share`` of the table's rows: a count fit's on a sample."""
+    import pandas as pd
+
+    from robustclust import RobustKMeans
+
+    X = pd.read_csv(path).to_numpy()
+    sample = X[np.random.default_rng(0).choice(len(X), min(rows, len(X)), replace=False)]
+    return RobustKMeans(4, n_outliers=share, random_state=0).fit(sample).lambda_
+
+
+def measure(what, path, lam, columns):
+    out = subprocess.run([sys.executable, "-c", _CASE, what, str(path), repr(float(lam)), str(columns)],
+                         capture_output=True, text=True, check=True)
     status, above = out.stdout.split()
     return int(status), float(above)
 
@@ -112,8 +127,9 @@ def main(argv=None):
             path = Path(folder) / f"t{rows}x{columns}.csv"
             write_table(path, rows, columns)
             size_mb = os.path.getsize(path) / 2**20
+            lam = lambda_for_share(path)
             for what in ("read", "lam", "count"):
-                status, above = measure(what, path)
+                status, above = measure(what, path, lam, columns)
                 ratio = above / size_mb
                 print(f"{rows:>9} x {columns:<6} {size_mb:8.1f} {what:>6} {above:8.0f} "
                       f"{ratio:7.2f}" + ("" if status == 0 else f"  (exit {status})"))

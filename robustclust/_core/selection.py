@@ -565,11 +565,17 @@ def _select_by_count(solver, inits, s, weighted):
     # the best screened start gets the whole search from its own reading; the
     # next kept ones start theirs at the lam it found, where they usually hit
     # s at the first evaluation: a few probing rounds, no bisection
+    # (the states of the starts not kept are dropped: each holds per-row arrays)
+    kept = distinct[:n_keep(len(inits))]
+    del screened, distinct
     results = []
     found = None
-    for k, (_, lam, state, i) in enumerate(distinct[:n_keep(len(inits))]):
+    for k in range(len(kept)):
+        _, lam, state, i = kept[k]
+        kept[k] = None  # its state lives on in its search's warm starts only
         search = CountSearch(solver, s, _solver_from(solver, inits[i], state), loose=loose,
                              max_stall=stall, jump_stall=jump)
+        del state
         if k == 0:
             results.append(search.search(lam) + (search,))
             found = results[0][0]
@@ -577,6 +583,7 @@ def _select_by_count(solver, inits, s, weighted):
             results.append(search.probe(found, answer=results[0][1]) + (search,))
     lam, state, search = min(results, key=lambda r: (abs(r[1].n_outliers - s),
                                                      solver.trimmed_cost(r[1], s)))
+    del results  # the other searches' states
     lam, state = search.finish(lam, state)
     if not weighted:
         return lam, state, lam

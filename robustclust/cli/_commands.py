@@ -481,7 +481,8 @@ def predict(session, model_path, input, drop_missing, output, as_json, quiet, fo
                         "numbers (values too large for the model?): rescale the columns as "
                         "the model's training data were")
     if scores is not None and not np.array_equal(mask, scores > 0):
-        bad = [label for label, ok in zip(data.used_labels, mask == (scores > 0)) if not ok]
+        labels = data.used_labels
+        bad = [labels[i] for i in np.flatnonzero(mask != (scores > 0))]
         raise DataError(f"the model {model_path} labels {rows_phrase(bad)} of {input} "
                         "inconsistently (flag and score disagree), so nothing was written")
 

@@ -23,6 +23,7 @@ Named columns are used whatever they are, as long as they hold numbers.
 """
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,22 @@ GRAPH_KINDS = ("gml", "edgelist")
 RESULT_COLUMNS = ("cluster", "is_outlier", "outlier_score")
 
 
+class _Picked(Sequence):
+    """``labels[positions[i]]`` for each i: the labels of the rows kept, without
+    a list of them (a table's labels are a ``range``)."""
+
+    def __init__(self, labels, positions):
+        self._labels, self._positions = labels, positions
+
+    def __len__(self):
+        return len(self._positions)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._labels[j] for j in self._positions[i]]
+        return self._labels[self._positions[i]]
+
+
 @dataclass
 class Dataset:
     """What a command read from its INPUT.
@@ -68,8 +85,9 @@ class Dataset:
         Every input row: all columns of a table or array, or for a graph the
         columns ``node`` (the node names) and ``degree`` (the number of
         edges at the node, a self-loop counting twice).
-    labels : list
-        How the summary names each row: its number (from 1) or node name.
+    labels : sequence
+        How the summary names each row: its number (from 1, a ``range``: no
+        list of a Python int per row) or node name.
     X : pandas.DataFrame or None
         The selected numeric columns of the rows used (None for graphs).
     graph : networkx.Graph or None
@@ -87,7 +105,7 @@ class Dataset:
     path: Path
     kind: str
     frame: pd.DataFrame
-    labels: list
+    labels: object
     X: pd.DataFrame | None = None
     graph: object = None
     used: np.ndarray | None = None
@@ -115,13 +133,15 @@ class Dataset:
 
     @property
     def used_labels(self):
-        """Labels of the rows in X."""
-        return [label for label, keep in zip(self.labels, self.used) if keep]
+        """Labels of the rows in X (a sequence indexed by X's rows)."""
+        if self.used.all():
+            return self.labels
+        return _Picked(self.labels, np.flatnonzero(self.used))
 
     @property
     def dropped(self):
         """Labels of the rows left out for missing values."""
-        return [label for label, keep in zip(self.labels, self.used) if not keep]
+        return [self.labels[i] for i in np.flatnonzero(~self.used)]
 
     def output_frame(self):
         """The input rows to write out, earlier result columns left out.
@@ -206,7 +226,7 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False, order="F"):
     else:
         frame = _read_parquet(path)
     _check_table(frame, path, kind)
-    labels = list(range(1, len(frame) + 1))
+    labels = range(1, len(frame) + 1)
     names, skipped = select_columns(frame, columns, path, header=header, codes=codes)
     position = {name: i for i, name in enumerate(frame.columns)}
     positions = [position[name] for name in names]
