@@ -2,8 +2,9 @@
 
 Each case runs ``robustclust fit`` in a fresh process (``robustclust.cli.main``
 after the libraries are imported and numba has compiled): the peak resident
-size (``ru_maxrss``) above the size after the imports, divided by the file's
-size.  ``read`` is the command line's reader alone (``read_input``); ``lam``
+size of that process (``VmHWM``, reset after the imports) above its size
+then, divided by the file's size.  (Not ``ru_maxrss``: a child's starts at the
+resident size of the parent that forked it.)  ``read`` is the command line's reader alone (``read_input``); ``lam``
 a fit at a given lambda, the one that flags about 1% of the rows (read off a
 count fit of 20,000 rows in the parent: a lambda that flags every row makes
 the outlier matrix, which the fit returns, as large as X); ``count`` a fit
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _results import Results, add_output_option
+
 #: (rows, columns) of the tables: a wide one, where the values dominate the fit's
 #: memory, and a narrow one, where the fit's per-row work arrays (N x clusters
 #: products, per-row vectors of the solver) do.
@@ -34,11 +37,11 @@ QUICK_SHAPES = [(20_000, 50), (200_000, 4)]
 LIMIT_RATIO = 4.0
 
 _CASE = textwrap.dedent("""
-    import resource, sys
-    def rss_mb():
+    import sys
+    def status_mb(field):
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     import numpy as np
     from robustclust import RobustKMeans
@@ -48,7 +51,9 @@ _CASE = textwrap.dedent("""
     W = np.random.default_rng(0).normal(size=(6000, p))  # compile the kernels of both fits
     RobustKMeans(4, lam=float(lam)).fit(W)
     RobustKMeans(4, n_outliers=60).fit(W)
-    base = rss_mb()
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # VmHWM := VmRSS: the peak from here on
+    base = status_mb("VmRSS")
     if what == "read":
         read_input(path)
         status = 0
@@ -56,8 +61,7 @@ _CASE = textwrap.dedent("""
         status = main(["fit", path, "-k", "4", "--lam", lam, "--quiet"])
     else:
         status = main(["fit", path, "-k", "4", "-s", "1%", "--quiet"])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(status, peak - base)
+    print(status, status_mb("VmHWM") - base)
 """)
 
 
@@ -113,13 +117,26 @@ def nul_file(folder):
                          capture_output=True, text=True, check=True)
     first, line = out.stdout.split("\n", 1)
     status, seconds, peak_kb = first.split()
-    return int(status), line.strip(), float(seconds), int(peak_kb) / 1024
+    return (int(status), line.strip().replace(f"{folder}/", ""), float(seconds),
+            int(peak_kb) / 1024)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller tables")
+    add_output_option(parser)
     args = parser.parse_args(argv)
+    results = Results(
+        "bench_memory", __doc__.splitlines()[0],
+        "Peak resident size of one robustclust fit process (VmHWM, reset after the imports "
+        "and the kernels' compilation) above its size then, against the CSV file's size: "
+        "the reader alone, a fit at the lambda that flags about 1% of the rows, and a fit "
+        f"asked for 1% outliers (k = 4). Target: at most {LIMIT_RATIO:g} times the file.", args)
+    table = results.table("Peak memory against the file's size",
+                          [("rows", "rows"), ("columns", "columns"),
+                           ("file_mb", "file MB", ".1f"), ("case", "case"),
+                           ("peak_mb", "peak MB", ".0f"), ("ratio", "x file", ".2f"),
+                           ("status", "exit")])
     ok = True
     with tempfile.TemporaryDirectory() as folder:
         print(f"{'table':>18} {'file MB':>8} {'case':>6} {'peak MB':>8} {'x file':>7}")
@@ -133,12 +150,19 @@ def main(argv=None):
                 ratio = above / size_mb
                 print(f"{rows:>9} x {columns:<6} {size_mb:8.1f} {what:>6} {above:8.0f} "
                       f"{ratio:7.2f}" + ("" if status == 0 else f"  (exit {status})"))
+                table.add(rows=rows, columns=columns, file_mb=size_mb, case=what,
+                          peak_mb=above, ratio=ratio, status=status)
             path.unlink()
         status, line, seconds, peak_mb = nul_file(folder)
         refused = status == 1 and "NUL byte" in line
         ok = refused and seconds < 10 and peak_mb < 1024
         print(f"2 GB of NUL bytes: exit {status} in {seconds:.1f} s, peak {peak_mb:.0f} MB: "
               f"{line}")
+        nul = results.table("A 2 GB file of NUL bytes (must be refused within 10 s, < 1 GB)",
+                            [("status", "exit"), ("seconds", "seconds", ".1f"),
+                             ("peak_mb", "peak MB", ".0f"), ("message", "message")])
+        nul.add(status=status, seconds=seconds, peak_mb=peak_mb, message=line)
+    results.write(args.output)
     return 0 if ok else 1
 
 
