@@ -567,7 +567,7 @@ def _select_by_count(solver, inits, s, weighted):
     # s at the first evaluation: a few probing rounds, no bisection
     # (the states of the starts not kept are dropped: each holds per-row arrays)
     kept = distinct[:n_keep(len(inits))]
-    del screened, distinct
+    screened = distinct = item = None
     results = []
     found = None
     for k in range(len(kept)):
