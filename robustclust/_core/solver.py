@@ -302,7 +302,7 @@ class Solver:
         model = self.model
         centers = start.centers
         if (len(stages) == 1 and not stages[0][1] and not model.mixture
-                and _fused.eligible(self, self.penalty)):
+                and worth(self.geometry.n_samples) and _fused.eligible(self, self.penalty)):
             # the one exact pass, compiled: no N x C matrices
             return model.settled_assignment(self, centers, float(stages[0][0]))
         cov = start.covariance
