@@ -82,6 +82,22 @@ def test_random_state_reproduces_the_fit(kw):
     assert a.lambda_ == b.lambda_
 
 
+def test_memberships_follow_the_last_fit():
+    # a hard fit's 0/1 memberships (each row's nearest centre, outliers too),
+    # after a soft fit of the same estimator and back
+    X = make_blobs_with_outliers(n_outliers=40, random_state=0).X
+    model = RobustKMeans(4, lam=5.0, random_state=0)
+    with pytest.raises(AttributeError, match="memberships_"):
+        model.memberships_
+    soft = model.set_params(fuzzifier=1.5).fit(X).memberships_
+    assert 0 < soft.min() and soft.max() < 1
+    hard = model.set_params(fuzzifier=1.0).fit(X).memberships_
+    nearest = ((X[:, None, :] - model.cluster_centers_[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(hard, np.eye(4)[nearest])
+    assert model.n_outliers_ > 0 and hard.dtype == np.float64
+    np.testing.assert_allclose(model.set_params(fuzzifier=1.5).fit(X).memberships_, soft)
+
+
 @pytest.mark.parametrize("kw", [dict(lam=5.0), dict(fuzzifier=1.5, lam=5.0), dict(n_outliers=40)])
 def test_float32_in_float32_out(kw):
     X = make_blobs_with_outliers(n_outliers=40, random_state=0).X

@@ -546,11 +546,13 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         n = g.n_samples
         self.cluster_centers_ = _as_dtype(problem.user_centers(state), dtype)
         if state.memberships is None:
-            U = np.zeros((n, self.n_clusters), dtype=dtype)
-            U[np.arange(n), np.asarray(to_numpy(state.labels, g.xp))] = 1
+            # hard: the 0/1 matrix is built from the labels when first read
+            # (an N x C array as large as X at p = C, which a fit needs no more)
+            self._hard_memberships = (np.array(to_numpy(state.labels, g.xp), dtype=np.intp),
+                                      self.n_clusters, dtype)
+            self.__dict__.pop("_memberships", None)
         else:
-            U = _as_dtype(to_numpy(state.memberships, g.xp), dtype)
-        self.memberships_ = U
+            self.memberships_ = _as_dtype(to_numpy(state.memberships, g.xp), dtype)
         # an N x p SciPy matrix: NumPy input only (None on other namespaces)
         self.outlier_vectors_ = outlier_matrix(problem, state, dtype) if g.is_numpy else None
         self.eps_ = None if self._eps is None else self._eps * problem.scale
@@ -575,6 +577,26 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             # stores a lambda_ other than the unrefined one
             state = {**state, "_refined": bool(state["lambda_"] != state["unrefined_lambda_"])}
         return super().from_fitted_state(params, state)
+
+    # -- fitted memberships ----------------------------------------------------------------
+    @property
+    def memberships_(self):
+        U = self.__dict__.get("_memberships")
+        if U is None:
+            hard = self.__dict__.get("_hard_memberships")
+            if hard is None:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                     "'memberships_'")
+            labels, n_clusters, dtype = hard
+            U = np.zeros((labels.shape[0], n_clusters), dtype=dtype)
+            U[np.arange(labels.shape[0]), labels] = 1
+            self.__dict__["_memberships"] = U
+        return U
+
+    @memberships_.setter
+    def memberships_(self, value):
+        self.__dict__.pop("_hard_memberships", None)
+        self.__dict__["_memberships"] = value
 
     # -- fit ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
