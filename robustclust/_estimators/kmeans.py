@@ -543,7 +543,6 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         solver = problem.solver
         g = solver.geometry
         dtype = problem.dtype
-        n = g.n_samples
         self.cluster_centers_ = _as_dtype(problem.user_centers(state), dtype)
         if state.memberships is None:
             # hard: the 0/1 matrix is built from the labels when first read
