@@ -96,6 +96,11 @@ def test_memberships_follow_the_last_fit():
     np.testing.assert_array_equal(hard, np.eye(4)[nearest])
     assert model.n_outliers_ > 0 and hard.dtype == np.float64
     np.testing.assert_allclose(model.set_params(fuzzifier=1.5).fit(X).memberships_, soft)
+    # an estimator pickled when memberships_ was a plain attribute
+    old = RobustKMeans(4, lam=5.0, random_state=0)
+    old.__dict__["memberships_"] = soft
+    assert old.memberships_ is soft
+    np.testing.assert_array_equal(old.fit(X).memberships_, hard)  # refitted: its own
 
 
 @pytest.mark.parametrize("kw", [dict(lam=5.0), dict(fuzzifier=1.5, lam=5.0), dict(n_outliers=40)])

@@ -550,6 +550,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             self._hard_memberships = (np.array(to_numpy(state.labels, g.xp), dtype=np.intp),
                                       self.n_clusters, dtype)
             self.__dict__.pop("_memberships", None)
+            self.__dict__.pop("memberships_", None)
         else:
             self.memberships_ = _as_dtype(to_numpy(state.memberships, g.xp), dtype)
         # an N x p SciPy matrix: NumPy input only (None on other namespaces)
@@ -580,7 +581,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     # -- fitted memberships ----------------------------------------------------------------
     @property
     def memberships_(self):
-        U = self.__dict__.get("_memberships")
+        # (``memberships_`` itself: an estimator pickled before this was a property)
+        U = self.__dict__.get("_memberships", self.__dict__.get("memberships_"))
         if U is None:
             hard = self.__dict__.get("_hard_memberships")
             if hard is None:
@@ -595,6 +597,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
     @memberships_.setter
     def memberships_(self, value):
         self.__dict__.pop("_hard_memberships", None)
+        self.__dict__.pop("memberships_", None)
         self.__dict__["_memberships"] = value
 
     # -- fit ---------------------------------------------------------------------------
