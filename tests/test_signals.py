@@ -201,6 +201,29 @@ def _interrupted_experiment(out_dir, quick, data_home):
     raise KeyboardInterrupt
 
 
+def test_a_ctrl_c_raised_inside_a_garbage_collection_callback_still_interrupts(capfd):
+    # a signal whose KeyboardInterrupt arrives in a callback that cannot raise
+    # (distributed's gc callback during a --workers fit) was printed as
+    # "Exception ignored in ..." with a traceback and then lost
+    import gc
+
+    from robustclust.cli._signals import handling
+
+    def callback(phase, info):
+        if phase == "start":
+            gc.callbacks.remove(callback)
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        with handling("robustclust fit"):
+            gc.callbacks.append(callback)
+            gc.collect()
+            for _ in range(1000):  # the re-raised interrupt arrives at the next check
+                time.sleep(0.001)
+    assert callback not in gc.callbacks
+    assert capfd.readouterr().err == ""
+
+
 def test_reproduce_resumes_after_an_interruption(tmp_path, monkeypatch):
     import robustclust._reproduce.table1 as table1
     from robustclust._reproduce._report import Section

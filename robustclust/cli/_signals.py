@@ -25,6 +25,7 @@ The start of the program (importing NumPy, scikit-learn, numba) is covered by
 statuses.
 """
 
+import _thread
 import multiprocessing
 import os
 import signal
@@ -38,6 +39,9 @@ SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 STUCK_S = 5.0
 #: Seconds an interrupted command has to finish unwinding once it has.
 CLEANUP_S = 30.0
+#: Seconds after a signal's exception was lost in a callback that cannot raise
+#: until it is raised again in the main thread.
+RERAISE_S = 0.01
 
 
 class Terminated(BaseException):
@@ -102,6 +106,12 @@ def in_chain(exc):
     return None
 
 
+def _raise_again(state, signum):
+    """The signal once more in the main thread, unless the command has ended."""
+    if not state.finished.is_set():
+        _thread.interrupt_main(signum)
+
+
 def _handler(signum, frame):
     state = _STATE
     if state is None:  # pragma: no cover - restored before the state goes
@@ -129,6 +139,22 @@ def handling(prefix, reported=lambda: False, cleanup_s=CLEANUP_S):
         yield _STATE
         return
     state = _State(prefix, reported, cleanup_s)
+    previous_hook = sys.unraisablehook
+
+    def unraisable(args):
+        # the signal's exception raised where Python cannot raise (a library's
+        # garbage-collection callback: distributed's printed "Exception ignored
+        # in ... GCDiagnosis._gc_callback" and a traceback), and lost: raised
+        # again in the main thread, silently, once it is out of the callback
+        # (from another thread: in this hook the handler would run at once)
+        signum = in_chain(args.exc_value)
+        if signum is not None and state.received and not state.finished.is_set():
+            state.received.clear()  # the handler raises again
+            threading.Timer(RERAISE_S, _raise_again, (state, signum)).start()
+            return
+        previous_hook(args)
+
+    sys.unraisablehook = unraisable
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     names = [name for name in SIGNAL_NAMES if hasattr(signal, name)]
@@ -145,6 +171,7 @@ def handling(prefix, reported=lambda: False, cleanup_s=CLEANUP_S):
         yield state
     finally:
         state.finished.set()
+        sys.unraisablehook = previous_hook
         for name, handler in previous.items():
             signal.signal(getattr(signal, name), handler)
         if previous_fd is not None:
