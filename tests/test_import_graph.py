@@ -3,7 +3,9 @@
 Every import counts, those inside functions too (a deferred import hides a
 cycle from Python, not from a reader): the graph of the package's modules,
 from their ``import`` statements, has no strongly connected component of
-more than one module.
+more than one module.  A module named by a string to the package's deferred
+import (``lazy_module("robustclust._core._fused")``) or to
+``importlib.import_module`` is imported too.
 """
 
 import ast
@@ -14,6 +16,8 @@ import networkx as nx
 import robustclust
 
 PACKAGE = Path(robustclust.__file__).resolve().parent
+#: Functions that import the module named by their first argument (absolute).
+DEFERRED_IMPORTS = {"lazy_module", "import_module"}
 
 
 def module_name(path):
@@ -45,6 +49,12 @@ def import_graph():
                 for alias in node.names:
                     if alias.name in modules:
                         graph.add_edge(name, alias.name)
+            elif (isinstance(node, ast.Call) and node.args
+                  and getattr(node.func, "id", getattr(node.func, "attr", None))
+                  in DEFERRED_IMPORTS
+                  and isinstance(node.args[0], ast.Constant)
+                  and node.args[0].value in modules):
+                graph.add_edge(name, node.args[0].value)
     return graph
 
 
@@ -54,6 +64,8 @@ def test_the_graph_sees_the_imports():
     assert graph.has_edge("robustclust._estimators.base", "robustclust._estimators.dask_fit")
     # a function-level import counts: cli.main loads the commands when it runs
     assert graph.has_edge("robustclust.cli", "robustclust.cli._commands")
+    # and a deferred one: the solver's compiled pass is loaded on first use
+    assert graph.has_edge("robustclust._core.solver", "robustclust._core._fused")
 
 
 def test_no_import_cycles():

@@ -266,9 +266,8 @@ def _small_dense(solver, penalty):
 def mixture_eligible(solver, penalty):
     """Whether ``solver`` runs the common-Sigma mixture where the loops serve
     (:func:`_small_dense`)."""
-    from .models import MixtureModel
-
-    return type(solver.model) is MixtureModel and _small_dense(solver, penalty)
+    model = solver.model
+    return model.mixture and model.shared_covariance and _small_dense(solver, penalty)
 
 
 def kmeans_eligible(solver, penalty):

@@ -422,6 +422,9 @@ class MixtureBase:
     """
 
     mixture = True
+    #: One covariance common to all components: the compiled common-Sigma pass
+    #: (:mod:`~robustclust._core._passes`) serves it.
+    shared_covariance = False
     #: EM stops on the objective (see :meth:`Solver.run`), as scikit-learn's
     #: GaussianMixture and mclust do: its means converge linearly and slowly.
     stops_on_objective = True
@@ -468,6 +471,8 @@ class MixtureModel(MixtureBase):
     ``"spherical"`` (the paper's sigma^2 I; the only kind in kernel feature
     spaces), ``"diag"`` or ``"full"``.  Parameters: see :class:`MixtureBase`.
     """
+
+    shared_covariance = True
 
     # -- pieces ------------------------------------------------------------------------
     def e_step(self, solver, D, weights, cov, sizes, lam, penalty):
