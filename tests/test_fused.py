@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 
 import robustclust._core._fused as fused_module
 from robustclust import RobustKMeans
-from robustclust._core._fused import hard_pass
+from robustclust._core._fused import PassRule, PreviousOutliers, hard_pass
 from reference_steps import mm_limit
 
 
@@ -256,9 +256,10 @@ def test_hard_pass_with_outliers_matches_its_definition(weighted, irls, dtype, p
            "ref": rng.integers(C, size=n), "centers": rng.normal(size=(C, p))}
     sq = (X.astype(np.float64) ** 2).sum(1)
     costs = np.empty(n)
-    out = hard_pass(X, M, sq, w, prev, lam=lam, tau0=lam / (2 * eps) if weighted else lam / 2,
-                    eps=eps, weighted=weighted, irls=irls, prev_size=prev_size,
-                    old_shrink=old["shrink"], old_ref=old["ref"], old_centers=old["centers"],
+    tau0 = lam / (2 * eps) if weighted else lam / 2
+    out = hard_pass(X, M, sq, w, prev, rule=PassRule(lam, tau0, eps, weighted, irls),
+                    prev_size=prev_size,
+                    previous=PreviousOutliers(old["shrink"], old["ref"], old["centers"]),
                     n_threads=3, chunk_rows=64, costs=costs)
     ref = _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size)
     tol = 1e-9 if dtype == np.float64 else 2e-5
@@ -280,7 +281,7 @@ def _iterate(X, M0, lam, n_iter, bounds, weighted=False, eps=0.05, sample_weight
     sq = (X.astype(np.float64) ** 2).sum(1)
     w = np.ones(n) if sample_weight is None else sample_weight
     tau0 = lam / (2 * eps) if weighted else lam / 2
-    kw = dict(lam=lam, tau0=tau0, eps=eps, weighted=weighted, irls=not weighted, n_threads=2,
+    kw = dict(rule=PassRule(lam, tau0, eps, weighted, not weighted), n_threads=2,
               chunk_rows=64)
     res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True,
                     prev_size=np.zeros(n), **kw)
@@ -288,7 +289,7 @@ def _iterate(X, M0, lam, n_iter, bounds, weighted=False, eps=0.05, sample_weight
     for _ in range(n_iter):
         new = res["sums"] / res["weights"][:, None]
         res = hard_pass(X, new, sq, w, res["labels"], prev_size=res["size"],
-                        old_shrink=res["shrink"], old_ref=res["ref"], old_centers=centers,
+                        previous=PreviousOutliers(res["shrink"], res["ref"], centers),
                         bounds=bounds, **kw)
         centers = new
         out.append(res)
@@ -340,20 +341,20 @@ def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
     n = len(X)
     sq = (X ** 2).sum(1)
     w = np.ones(n)
-    kw = dict(lam=10.0, tau0=5.0, n_threads=2, chunk_rows=64)
+    kw = dict(rule=PassRule(10.0, 5.0), n_threads=2, chunk_rows=64)
     res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True, **kw)
     bounds = fused_module.Bounds(n, len(M0), float(np.sqrt(sq.max())))
     states = [res]
     for _ in range(20):
         M = res["sums"] / res["weights"][:, None]
         res = hard_pass(X, M, sq, w, res["labels"], prev_size=res["size"],
-                        old_shrink=res["shrink"], old_ref=res["ref"], bounds=bounds, **kw)
+                        previous=PreviousOutliers(res["shrink"], res["ref"], None), bounds=bounds, **kw)
         states.append(res)
     assert res["unread"] > n // 2
     M = res["sums"] / res["weights"][:, None]
     for prev, weights in ((states[5], w), (res, w.copy()), (res, w)):
         args = (X, M, sq, weights, prev["labels"])
-        more = dict(prev_size=prev["size"], old_shrink=prev["shrink"], old_ref=prev["ref"], **kw)
+        more = dict(prev_size=prev["size"], previous=PreviousOutliers(prev["shrink"], prev["ref"], None), **kw)
         plain = hard_pass(*args, **more)
         b = hard_pass(*args, bounds=bounds, **more)
         fresh = prev is not res or weights is not w
@@ -367,7 +368,7 @@ def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
     prev = res
     costs = np.empty(n)
     b = hard_pass(X, M, sq, w, prev["labels"], prev_size=prev["size"],
-                  old_shrink=prev["shrink"], old_ref=prev["ref"], bounds=bounds, costs=costs, **kw)
+                  previous=PreviousOutliers(prev["shrink"], prev["ref"], None), bounds=bounds, costs=costs, **kw)
     assert b["unread"] == 0
     np.testing.assert_allclose(costs, ((X[:, None] - M[None]) ** 2).sum(-1).min(1),
                                rtol=1e-9, atol=1e-9)
@@ -379,12 +380,12 @@ def test_running_sums_hold_only_for_the_iterate_they_were_left_by():
     M_bounds, cum = bounds.centers.copy(), bounds.cum.copy()
     step = 0.02 * np.linalg.norm(M, axis=1).mean()
     M1 = M + step  # the costs pass at moved centres
-    more = dict(prev_size=prev["size"], old_shrink=prev["shrink"], old_ref=prev["ref"], **kw)
+    more = dict(prev_size=prev["size"], previous=PreviousOutliers(prev["shrink"], prev["ref"], None), **kw)
     b = hard_pass(X, M1, sq, w, prev["labels"], bounds=bounds, costs=np.empty(n), **more)
     assert b["computed"] == n
     np.testing.assert_array_equal(bounds.centers, M_bounds)
     M2 = M1 + step
-    more = dict(prev_size=b["size"], old_shrink=b["shrink"], old_ref=b["ref"], **kw)
+    more = dict(prev_size=b["size"], previous=PreviousOutliers(b["shrink"], b["ref"], None), **kw)
     after = hard_pass(X, M2, sq, w, b["labels"], bounds=bounds, **more)
     plain = hard_pass(X, M2, sq, w, b["labels"], **more)
     drift = np.sqrt(((M2 - M_bounds) ** 2).sum(axis=1))  # both moves
@@ -401,7 +402,7 @@ def test_running_sums_let_a_row_go_when_it_may_become_an_outlier_or_move():
     n = len(X)
     sq = (X ** 2).sum(1)
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=n)
-    res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True, lam=10.0, tau0=5.0)
+    res = hard_pass(X, M0, sq, w, np.zeros(n, dtype=np.intp), nearest=True, rule=PassRule(10.0, 5.0))
     bounds = fused_module.Bounds(n, len(M0), float(np.sqrt(sq.max())))
     plain_res = res
     rng = np.random.default_rng(2)
@@ -413,11 +414,11 @@ def test_running_sums_let_a_row_go_when_it_may_become_an_outlier_or_move():
         if t == len(lams) - 2:
             M = M.copy()
             M[0] = M[1] + 0.01 * rng.normal(size=M.shape[1])
-        kw = dict(lam=lam, tau0=lam / 2)
+        kw = dict(rule=PassRule(lam, lam / 2))
         b = hard_pass(X, M, sq, w, res["labels"], prev_size=res["size"],
-                      old_shrink=res["shrink"], old_ref=res["ref"], bounds=bounds, **kw)
+                      previous=PreviousOutliers(res["shrink"], res["ref"], None), bounds=bounds, **kw)
         a = hard_pass(X, M, sq, w, plain_res["labels"], prev_size=plain_res["size"],
-                      old_shrink=plain_res["shrink"], old_ref=plain_res["ref"], **kw)
+                      previous=PreviousOutliers(plain_res["shrink"], plain_res["ref"], None), **kw)
         np.testing.assert_array_equal(a["labels"], b["labels"])
         np.testing.assert_array_equal(a["shrink"] > 0, b["shrink"] > 0)
         for key in ("shrink", "sums", "weights"):
@@ -440,7 +441,7 @@ def test_bounds_in_float32_differ_only_at_ties_within_its_rounding():
     centers, differing = M0.astype(np.float64), 0
     for _ in range(25):
         new = res["sums"] / res["weights"][:, None]
-        kw = dict(old_shrink=res["shrink"], old_ref=res["ref"], old_centers=centers)
+        kw = dict(previous=PreviousOutliers(res["shrink"], res["ref"], centers))
         a = hard_pass(X, new, sq, np.ones(len(X)), res["labels"], **kw)
         b = hard_pass(X, new, sq, np.ones(len(X)), res["labels"], bounds=bounds, **kw)
         M = new.astype(np.float32).astype(np.float64)
@@ -709,7 +710,7 @@ def test_bounds_never_change_a_pass(seed, n, p, C, scale, lam, rounded):
     bounds = fused_module.Bounds(n, C, float(np.sqrt(sq.max())))
     prev = hard_pass(X, M, sq, w, np.zeros(n, dtype=np.intp), nearest=True)["labels"]
     for _ in range(4):
-        kw = dict(lam=lam, tau0=lam / 2, chunk_rows=32)
+        kw = dict(rule=PassRule(lam, lam / 2), chunk_rows=32)
         a = hard_pass(X, M, sq, w, prev, **kw)
         b = hard_pass(X, M, sq, w, prev, bounds=bounds, **kw)
         np.testing.assert_allclose(a["shrink"], b["shrink"], rtol=1e-9, atol=1e-12)
@@ -895,8 +896,8 @@ def test_chunk_rows_hold_256_kb_of_x_within_256_and_1024_rows():
     w = np.ones(len(X))
     M = X[:4].copy()
     prev = np.zeros(len(X), dtype=np.intp)
-    a = hard_pass(X, M, sq, w, prev, lam=10.0, tau0=5.0, nearest=True)
-    b = hard_pass(X, M, sq, w, prev, lam=10.0, tau0=5.0, nearest=True, chunk_rows=256)
+    a = hard_pass(X, M, sq, w, prev, rule=PassRule(10.0, 5.0), nearest=True)
+    b = hard_pass(X, M, sq, w, prev, rule=PassRule(10.0, 5.0), nearest=True, chunk_rows=256)
     np.testing.assert_array_equal(a["labels"], b["labels"])
     np.testing.assert_array_equal(a["shrink"], b["shrink"])
     np.testing.assert_allclose(a["sums"], b["sums"], rtol=1e-12)
@@ -936,13 +937,13 @@ def test_a_pass_on_guided_blocks_equals_the_pass_on_one_thread(monkeypatch):
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))
     M = X[:5].copy()
     prev = np.random.default_rng(2).integers(5, size=len(X))
-    kw = dict(lam=12.0, tau0=6.0, chunk_rows=64)
+    kw = dict(rule=PassRule(12.0, 6.0), chunk_rows=64)
     one = hard_pass(X, M, sq, w, prev, n_threads=1, **kw)
     spans = []
     real = fused_module.run_blocks
 
     def spy(kernel, blocks, n_threads=None):
-        spans.extend((args[21], args[22]) for args in blocks)  # each block's start, stop
+        spans.extend((args[-1].start, args[-1].stop) for args in blocks)
         return real(kernel, blocks, n_threads)
 
     monkeypatch.setattr(fused_module, "run_blocks", spy)

@@ -50,6 +50,7 @@ every BLAS call around it slower).
 import math
 import os
 import threading
+from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -298,6 +299,48 @@ def group_shrink(r2, z0, lam, tau0, eps, weighted):
     return s, r_
 
 
+# -- the kernels' arguments, grouped by what they are --------------------------------
+# (numba passes a named tuple's fields as it passes arguments: unpacking one
+# costs nothing)
+
+#: The data, read only: X (N, p), ||x_n||^2 and the sample weights (N,).
+Rows = namedtuple("Rows", "X sq_norms sample_weight")
+#: This pass's centres M and what follows from them: M^T in X's precision
+#: (p, C), M in float64 (C, p), ||m_c||^2, M M^T, each centre's squared
+#: distance to its nearest other one (``sep``), the distances between centres
+#: rounded down (``cdist``, infinite on the diagonal) and the squares of their
+#: row minima (``sepd2``, the bounds' Hamerly test), and the bounds' rounding
+#: margin (``kerr``, ``mmax``: :func:`_margin`).
+Centres = namedtuple("Centres", "t M mm MM sep cdist sepd2 kerr mmax")
+#: The previous iterate, per point: the labels of its U-step (the O-step's
+#: residuals are against them), ||o_n|| (the log penalty's thresholds) and,
+#: for the stopping rule's ||O_t - O_{t-1}||_F, s_n, the label o_n was
+#: computed against and the centres M_{t-1}.
+Previous = namedtuple("Previous", "labels size shrink ref M")
+#: The O-step's rule and what the pass computes: lambda, the threshold tau0
+#: of a point without previous outlier, the log penalty's eps and whether it
+#: is used, the IRLS centre rule, the mode (_PREVIOUS or _NEAREST) and
+#: whether the shift is wanted.
+Rule = namedtuple("Rule", "lam tau0 eps weighted irls mode need_shift")
+#: Elkan's bounds as this pass uses them (:class:`Bounds`): the mode
+#: (_NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS), each row's nearest centre, its
+#: lower bounds L (N, C) and their least (``lmin``) with the pass that stored
+#: them (``stamp``), the centres' drift since the bounds were stored
+#: (``cum``; ``since`` per stored pass, ``now`` this pass), whether the
+#: bounds are streamed, and the rows held in the running sums (``frozen``)
+#: with their upper bounds.
+BoundsView = namedtuple("BoundsView", "mode near L cum lmin stamp since now stream frozen upper")
+#: The per-point outputs (N,): labels, the labels the O-step used (``ref``),
+#: s_n, ||o_n||, and the l0 costs (shape (0,) for none).
+Outputs = namedtuple("Outputs", "labels ref shrink size costs")
+#: One block of rows, start:stop in chunks of ``chunk_rows``, with its own
+#: accumulators: the next centre step's sums (C, p) and weights (C,), the
+#: pass's totals (``acc``, 7: see :func:`_hard_block`) and the running sums of
+#: the rows the bounds hold (``fsums``, ``fweights``, ``fsq``).
+Block = namedtuple("Block", "start stop chunk_rows sums weights acc fsums fweights fsq")
+#: A chunk's scratch arrays for :func:`_open_rows` (see there).
+Scratch = namedtuple("Scratch", "slot todo rows_of xbuf gsettled pend leaving")
+
 _NO_NEAR = np.empty(0, dtype=np.int32)
 _NO_L = np.empty((0, 0), dtype=np.float32)
 _NO_LMIN = np.empty(0, dtype=np.float32)
@@ -312,10 +355,7 @@ _NO_BOUNDS, _STORE_BOUNDS, _USE_BOUNDS = 0, 1, 2
 
 
 @njit(nogil=True, cache=True)
-def _open_rows(X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, kerr, mmax,
-               near, L, cum, cdist, sepd2, lmin, stamp, since, stream, frozen, upper,
-               fsums, fweights, fsq, labels, shrink, size,
-               slot, todo, rows_of, xbuf, gsettled, pend, leaving):
+def _open_rows(rows, cen, prev_labels, tau0, bnd, blk, out, scratch, lo, hi):
     """The rows lo:hi of a pass with the bounds in use (:func:`_hard_block`):
     which are settled and which go through the BLAS call.
 
@@ -332,6 +372,13 @@ def _open_rows(X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, k
     Returns (nf, number listed, rows not read, rows Hamerly's test left
     open, rows tested).
     """
+    X, sq_norms, sample_weight = rows
+    M64, mm, cdist, sepd2, kerr, mmax = cen.M, cen.mm, cen.cdist, cen.sepd2, cen.kerr, cen.mmax
+    near, L, cum, lmin, stamp, since = bnd.near, bnd.L, bnd.cum, bnd.lmin, bnd.stamp, bnd.since
+    stream, frozen, upper = bnd.stream, bnd.frozen, bnd.upper
+    fsums, fweights, fsq = blk.fsums, blk.fweights, blk.fsq
+    labels, shrink, size = out.labels, out.shrink, out.size
+    slot, todo, rows_of, xbuf, gsettled, pend, leaving = scratch
     C = L.shape[1]
     p = X.shape[1]
     n_unread = n_open = n_tested = 0
@@ -597,9 +644,7 @@ def _shift2(X, i, s, s0, M64, l, M_old, l0):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_weight, mm, sep,
-                 M64, lam, tau0, need_shift, old_shrink, old_ref, M_old,
-                 labels, ref, shrink, size, sums, weights, costs, rest, tot):
+def _common_rows(rows, cen, prev, rule, out, blk, m, lo, nearest, low, rest, tot):
     """The common rows of a chunk of ``m`` rows of a plain pass (every row
     through the BLAS call; convex group penalty, IRLS centre step, no running
     sums): those whose previous label l is their nearest centre.
@@ -625,6 +670,12 @@ def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
     nearest-centre search's, the objective term as t^2 ||r||^2: both differ
     from :func:`_hard_block`'s expressions by rounding only).  The numpy
     error model: a lane that is not used may divide by zero."""
+    X, sq_norms, sample_weight = rows
+    mm, sep, M64 = cen.mm, cen.sep, cen.M
+    prev_labels, old_shrink, old_ref, M_old = prev.labels, prev.shrink, prev.ref, prev.M
+    lam, tau0, mode, need_shift = rule.lam, rule.tau0, rule.mode, rule.need_shift
+    labels, ref, shrink, size, costs = out
+    sums, weights = blk.sums, blk.weights
     p = X.shape[1]
     tt = tau0 * tau0
     xxs = sq_norms[lo:lo + m]
@@ -690,13 +741,8 @@ def _common_rows(X, m, nearest, low, lo, mode, prev_labels, sq_norms, sample_wei
 
 
 @njit(nogil=True, cache=True)
-def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
-                prev_labels, prev_size, old_shrink, old_ref, M_old, lam, tau0, eps, weighted,
-                irls, mode, need_shift, start, stop, chunk_rows,
-                bounds_mode, near, L, cum, lmin, stamp, since, now, sepd, kerr, mmax, stream,
-                frozen, upper, fsums, fweights, fsq,
-                labels, ref, shrink, size, sums, weights, acc, costs):
-    """Rows start:stop of :func:`hard_pass`; sums/weights/acc are this block's own.
+def _hard_block(rows, cen, prev, rule, bnd, out, blk):
+    """The rows of one block (:class:`Block`) of :func:`hard_pass`.
 
     The products of a chunk's rows are one BLAS call, laid out (rows, C) as
     in scikit-learn's Lloyd loop (the (C, rows) layout, whose nearest-centre
@@ -713,7 +759,18 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     pass's: while its upper bound on ||x - m_a|| (``upper[i]`` + ``cum[a]``)
     shows that it is still an inlier of the same nearest centre, the row is
     not read at all (see :class:`Bounds`).
+
+    ``acc`` receives shift^2, ||O||^2, the objective, the rows through the
+    BLAS call, the rows not read, the rows Hamerly's test left open and the
+    rows tested.
     """
+    X, sq_norms, sample_weight = rows
+    centers_t, M64, mm, MM, sep, cdist, _, kerr, mmax = cen
+    prev_labels, prev_size, old_shrink, old_ref, M_old = prev
+    lam, tau0, eps, weighted, irls, mode, need_shift = rule
+    bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen, upper = bnd
+    labels, ref, shrink, size, costs = out
+    start, stop, chunk_rows, sums, weights, acc, fsums, fweights, fsq = blk
     C = centers_t.shape[1]
     p = X.shape[1]
     track = frozen.shape[0] > 0
@@ -729,7 +786,6 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     own = np.zeros((C, C))
     for c in range(C):
         own[c, c] = np.inf
-    sepd2 = sepd * sepd
     buf = np.empty((chunk_rows, C), dtype=X.dtype)
     half = (0.5 * mm).astype(X.dtype)
     xbuf = np.empty((chunk_rows if bounds_mode == 2 else 0, p), dtype=X.dtype)
@@ -748,15 +804,13 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
     gsettled = np.empty(chunk_rows)
     pend = np.empty(chunk_rows, dtype=np.intp)
     leaving = np.empty(chunk_rows, dtype=np.bool_)
+    scratch = Scratch(slot, todo, rows_of, xbuf, gsettled, pend, leaving)
     for lo in range(start, stop, chunk_rows):
         hi = min(stop, lo + chunk_rows)
         m = hi - lo
         if bounds_mode == 2:
             nf, ntodo, n_unread, n_open, n_tested = _open_rows(
-                X, lo, hi, M64, mm, sq_norms, sample_weight, prev_labels, tau0, kerr, mmax,
-                near, L, cum, cdist, sepd2, lmin, stamp, since, stream, frozen, upper,
-                fsums, fweights, fsq, labels, shrink, size,
-                slot, todo, rows_of, xbuf, gsettled, pend, leaving)
+                rows, cen, prev_labels, tau0, bnd, blk, out, scratch, lo, hi)
             t_unread += n_unread
             t_open += n_open
             t_tested += n_tested
@@ -773,15 +827,13 @@ def _hard_block(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
             if bounds_mode != 0:
                 _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
                               near, L, lmin, stamp)
-        rows = todo
+        listed = todo
         if simple and nf > 0:
-            ntodo = _common_rows(X, nf, nearest, low, lo, mode, prev_labels, sq_norms,
-                                 sample_weight, mm, sep, M64, lam, tau0, need_shift,
-                                 old_shrink, old_ref, M_old, labels, ref, shrink, size, sums,
-                                 weights, costs, rest, tot)
-            rows = rest
+            ntodo = _common_rows(rows, cen, prev, rule, out, blk, nf, lo, nearest, low,
+                                 rest, tot)
+            listed = rest
         for q in range(ntodo):
-            r = rows[q]
+            r = listed[q]
             i = lo + r
             k = slot[r]
             xx = sq_norms[i]
@@ -1209,9 +1261,19 @@ def chunk_rows_for(X):
     return int(min(CHUNK_ROWS_MAX, max(CHUNK_ROWS, CHUNK_BYTES // row_bytes)))
 
 
-def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, tau0=np.inf,
-              eps=1.0, weighted=False, irls=True, nearest=False, prev_size=None,
-              old_shrink=None, old_ref=None, old_centers=None, need_shift=True, out=None,
+#: The O-step's rule of a pass (:func:`hard_pass`): lambda, the threshold tau0 of
+#: a point without previous outlier (lam / 2, or lam / (2 eps) for the log
+#: penalty), the log penalty's eps and whether it is used, and the IRLS centre
+#: rule for the next iteration; the defaults: K-means (no outliers).
+PassRule = namedtuple("PassRule", "lam tau0 eps weighted irls",
+                      defaults=(np.inf, np.inf, 1.0, False, True))
+#: The previous iterate's outliers, for ||O_t - O_{t-1}||_F: s_n, the label
+#: each o_n was computed against, and the centres.
+PreviousOutliers = namedtuple("PreviousOutliers", "shrink ref centers")
+
+
+def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, rule=PassRule(),
+              nearest=False, prev_size=None, previous=None, need_shift=True, out=None,
               bounds=None, store=True, costs=None, n_threads=None, chunk_rows=None):
     """One fused pass over a dense X: O-step, U-step, next centre sums, shift.
 
@@ -1224,15 +1286,13 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     prev_labels : ndarray of shape (N,)
         Labels of the previous U-step (the O-step's residuals use them), or
         ignored with ``nearest=True`` (the nearest centre is used).
-    lam, tau0, eps, weighted, irls
-        lambda, the threshold of a point without previous outlier (lam / 2, or
-        lam / (2 eps) for the log penalty), the log penalty's eps and whether
-        it is used, and the centre rule for the next iteration.
+    rule : PassRule, default=PassRule()
+        The O-step's lambda and thresholds, and the centre rule.
     prev_size : ndarray of shape (N,), optional
         ||o_n|| of the previous iterate (log-penalty thresholds).
-    old_shrink, old_ref, old_centers : optional
+    previous : PreviousOutliers, optional
         The previous iterate's outliers as (s_n, l_n) per point and its
-        centres, for ||O_t - O_{t-1}||_F.
+        centres (None: the pass's own centres), for ||O_t - O_{t-1}||_F.
     need_shift : bool, default=True
         Compute that shift (the driver skips it while the centres alone show
         that the run has not converged: it would not change the decision).
@@ -1274,6 +1334,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
     """
     n, p = X.shape
     C = centers.shape[0]
+    lam, tau0, eps, weighted, irls = rule
+    old_shrink, old_ref, old_centers = previous if previous is not None else (None,) * 3
     if chunk_rows is None:
         chunk_rows = chunk_rows_for(X)
     if n_threads is None:
@@ -1378,14 +1440,16 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, lam=np.inf, t
         fsums, fweights, fsq = bounds.running_sums(prev_labels is owner, sample_weight, edges, p)
         frozen, upper = bounds.frozen, bounds.upper
         running = [(fsums[b], fweights[b], fsq[b]) for b in range(n_blocks)]
-    mode = _NEAREST if nearest else _PREVIOUS
-    args = [(X, centers_t, M64, mm, MM, sep, cdist, sq_norms, sample_weight,
-             prev_labels, prev_size, old_shrink, old_ref, M_old, float(lam), float(tau0),
-             float(eps), bool(weighted), bool(irls), mode, bool(need_shift),
-             edges[b], edges[b + 1], chunk_rows, bounds_mode, near, L, cum, lmin, stamp,
-             since, now, sepd, kerr, mmax, stream, frozen, upper) + running[b] + (
-             labels, ref, shrink, size, sums[b], weights[b], acc[b],
-             _NO_COSTS if costs is None else costs)
+    common = (Rows(X, sq_norms, sample_weight),
+              Centres(centers_t, M64, mm, MM, sep, cdist, sepd * sepd, kerr, mmax),
+              Previous(prev_labels, prev_size, old_shrink, old_ref, M_old),
+              Rule(float(lam), float(tau0), float(eps), bool(weighted), bool(irls),
+                   _NEAREST if nearest else _PREVIOUS, bool(need_shift)),
+              BoundsView(bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen,
+                         upper),
+              Outputs(labels, ref, shrink, size, _NO_COSTS if costs is None else costs))
+    args = [common + (Block(edges[b], edges[b + 1], chunk_rows, sums[b], weights[b], acc[b],
+                            *running[b]),)
             for b in range(n_blocks)]
     run_blocks(_hard_block, args, n_threads)
     if kept is not None:
@@ -1523,8 +1587,9 @@ def init_state(solver, centers, lam, costs=None):
     finite = lam is not None and np.isfinite(lam)
     irls = solver.model.uses_irls(penalty)
     result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight,
-                       np.zeros(g.n_samples, dtype=np.intp), lam=lam if finite else np.inf,
-                       tau0=tau0, eps=eps, irls=irls, nearest=True, costs=costs)
+                       np.zeros(g.n_samples, dtype=np.intp),
+                       rule=PassRule(lam if finite else np.inf, tau0, eps, irls=irls),
+                       nearest=True, costs=costs)
     if costs is not None:  # the l0 costs at these centres (kept_costs)
         result["costs"], result["costs_of"] = costs, centers
     key = "any" if not finite or not result["shrink"].any() else (
@@ -1551,7 +1616,8 @@ class FusedStepper:
         self.irls = solver.model.uses_irls(penalty)
         # the IRLS weights depend on lam and on the penalty's thresholds
         self.key = ("irls", lam, penalty.weighted) if self.irls else "eq9"
-        self.tau0, self.eps = thresholds(lam, penalty)
+        tau0, eps = thresholds(lam, penalty)
+        self.rule = PassRule(lam, tau0, eps, penalty.weighted, self.irls)
         self.buffers = [None, None]
         self.turn = 0
         self.bounds = bounds_of(solver.geometry, solver.n_clusters)
@@ -1594,10 +1660,9 @@ class FusedStepper:
         if may_end and costs is None:
             costs = np.empty(g.n_samples)
         result = hard_pass(g.X, centers, g.sq_norms, solver.sample_weight, state.labels,
-                           lam=self.lam, tau0=self.tau0, eps=self.eps,
-                           weighted=self.penalty.weighted, irls=self.irls,
-                           prev_size=prev["size"], old_shrink=prev["shrink"],
-                           old_ref=prev["ref"], old_centers=state.centers,
+                           rule=self.rule, prev_size=prev["size"],
+                           previous=PreviousOutliers(prev["shrink"], prev["ref"],
+                                                     state.centers),
                            need_shift=settled,
                            out=out, bounds=self.bounds,
                            store=self.max_iter - self.steps >= STORE_MIN_PASSES_LEFT,

@@ -35,6 +35,7 @@ two agree to rounding (the tests compare them iterate by iterate).  Beyond
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -56,6 +57,16 @@ _BLOCK = 256
 _NO_INDEX = np.empty(0, dtype=np.intp)
 _NO_ROWS = np.empty((0, 0))
 _NO_SIZES = np.empty(0)
+
+#: :func:`_outlier_pass`'s metric: its kind (_SPHERICAL, _DIAG, _FULL), the
+#: scale of a spherical one and P (a diagonal as one row, or the full factor).
+Metric = namedtuple("Metric", "kind scale P")
+#: The O-step's rule: lambda (the penalty's convention), the threshold tau0 of
+#: a point without previous outlier, the log penalty's eps and whether it is used.
+OStepRule = namedtuple("OStepRule", "lam tau0 eps weighted")
+#: Where :func:`_outlier_pass` writes the O-step: s_n and ||o_n|| (N,), and the
+#: flagged points' indices and rows o_n, in order.
+OStepOut = namedtuple("OStepOut", "shrink sizes index rows")
 
 
 @njit(cache=True, nogil=True)
@@ -94,8 +105,7 @@ def _sq_distance(y, M, c):
 
 
 @njit(cache=True, nogil=True)
-def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, weighted,
-                  spherical, lam_model, nk, shrink, sizes, index, rows, D, S):
+def _outlier_pass(X, resp, means, metric, prev_size, rule, spherical, lam_model, nk, out, D, S):
     """The O-step of every point and what the next steps sum over, in one loop.
 
     r_n = x_n - sum_c w_nc m_c and its norm in the metric (spherical: scale
@@ -112,7 +122,12 @@ def _outlier_pass(X, resp, means, kind, scale, P, prev_size, lam, tau0, eps, wei
       eps for the log penalty), expanded as sum_n y_n y_n^T - M^T A
       - A^T M + M^T diag(nk) M with A_c = sum_n w_nc y_n and ``nk`` = sum_n
       w_nc, as the array path's scatter; returns (k, 0).
+
+    ``metric``, ``rule``, ``out``: :data:`Metric`, :data:`OStepRule`, :data:`OStepOut`.
     """
+    kind, scale, P = metric
+    lam, tau0, eps, weighted = rule
+    shrink, sizes, index, rows = out
     n, p = X.shape
     C = means.shape[0]
     r = np.empty(p)
@@ -311,9 +326,9 @@ def _o_step(solver, W, centers, kind, scale, P, prev, lam, penalty, spherical=Tr
     shrink, sizes, index = np.empty(N), np.empty(N), np.empty(N, dtype=np.intp)
     rows = np.empty((N, p))
     D = np.empty((N, centers.shape[0])) if spherical else _NO_ROWS
-    k, trace = _outlier_pass(X, W, centers, kind, scale, P, prev.sizes_full, lam, tau0, eps,
-                             penalty.weighted, spherical, lam_model, nk, shrink, sizes, index,
-                             rows, D, S)
+    k, trace = _outlier_pass(X, W, centers, Metric(kind, scale, P), prev.sizes_full,
+                             OStepRule(lam, tau0, eps, penalty.weighted), spherical, lam_model,
+                             nk, OStepOut(shrink, sizes, index, rows), D, S)
     return shrink, sizes, index[:k].copy(), rows[:k].copy(), D, trace
 
 
