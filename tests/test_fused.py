@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from sklearn.cluster import KMeans
 
 import robustclust._core._fused as fused_module
+import robustclust._core._hard_kernels as kernels
 from robustclust import RobustKMeans
 from robustclust._core._fused import PassRule, PreviousOutliers, hard_pass
 from reference_steps import mm_limit
@@ -137,13 +138,12 @@ def _first_nearest(d):
        levels=st.sampled_from([3, 1000]), dtype=st.sampled_from([np.float32, np.float64]),
        nans=st.sampled_from([0.0, 0.0, 0.15]))
 def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels, dtype, nans):
-    # four rows at a time, then the rest one by one (C < 16), or 16 centres at
-    # a time as vectors and the rest one by one: each row's answer is
+    # four rows at a time, then the rest one by one: each row's answer is
     # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
     # (few levels: many ties, signed zeros among them), and ||m||^2 - 2 <x, m>
     # for it in float64; the same with the rows of another array prefetched.
     # NaN differences (inf - inf in a product) get the one-by-one search's
-    # answer on both paths
+    # answer
     rng = np.random.default_rng(seed)
     G = (rng.integers(-levels, levels, size=(m, C)) / 4.0).astype(dtype)
     half = (rng.integers(-levels, levels, size=C) / 8.0).astype(dtype)
@@ -154,10 +154,10 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
         G[1] = np.nan  # a row without any number
     mm = rng.random(C)
     low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
-    fused_module._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
+    kernels._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
     ahead = rng.random((m + 5, 3)).astype(dtype)
     low2, nearest2 = np.empty(m), np.empty(m, dtype=np.intp)
-    fused_module._nearest_rows(G, half, mm, low2, nearest2, ahead, 2, m + 5)
+    kernels._nearest_rows(G, half, mm, low2, nearest2, ahead, 2, m + 5)
     np.testing.assert_array_equal(nearest2, nearest)
     np.testing.assert_array_equal(low2, low)
     expected = np.array([_first_nearest(d) for d in G - half])
@@ -169,21 +169,21 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
 
 
 def test_nearest_rows_skips_a_nan_difference_anywhere_after_centre_0():
-    # one NaN at centre 1 (lane 1 of the first block of 16), the largest
-    # difference at 5 or 17: the answer is 5 or 17 on either path
+    # one NaN at centre 1, the largest difference at 5 or 17: the answer is 5
+    # or 17, for a row of the four-row search and for one searched alone
     for dtype in (np.float32, np.float64):
         for C in (7, 16, 32, 40):
-            G = np.zeros((1, C), dtype=dtype)
+            G = np.zeros((5, C), dtype=dtype)  # rows 0-3 searched together, row 4 alone
             half = np.zeros(C, dtype=dtype)
-            G[0, 1] = np.nan
+            G[:, 1] = np.nan
             top = 17 if C > 17 else 5
-            G[0, top] = 10.0
-            low, nearest = np.empty(1), np.empty(1, dtype=np.intp)
-            fused_module._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
-            assert nearest[0] == top, (dtype, C)
-            G[0, 0] = np.nan  # a NaN at centre 0: the answer is 0
-            fused_module._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
-            assert nearest[0] == 0, (dtype, C)
+            G[:, top] = 10.0
+            low, nearest = np.empty(5), np.empty(5, dtype=np.intp)
+            kernels._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            assert (nearest == top).all(), (dtype, C)
+            G[:, 0] = np.nan  # a NaN at centre 0: the answer is 0
+            kernels._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            assert (nearest == 0).all(), (dtype, C)
 
 
 def _reference_pass(X, M, w, prev, lam, tau, weighted, eps, irls, old, prev_size=None):

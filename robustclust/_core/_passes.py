@@ -16,7 +16,7 @@ an iteration is two loops over the rows of X:
    v = gamma) or of the centre step (eq. (9), v = u^q w);
 2. :func:`_outlier_pass`: r_n = x_n - sum_c w_nc m_c, ||r_n|| in the metric
    (the previous Sigma's for the mixture, Euclidean for K-means), the O-step
-   of eqs. (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`)
+   of eqs. (11), (24)-(25), (30) (:func:`~robustclust._core._hard_kernels.group_shrink`)
    and o_n = s_n r_n (kept as the outliers' rows, which the next iteration's
    sums and the stopping rule read); then, with y_n = x_n - o_n, the
    distances ||y_n - m_c||^2 (the U-step's, eq. (14), and the spherical
@@ -40,7 +40,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ._fused import group_shrink, thresholds  # group_shrink: see its note on numba's cache
+from ._fused import thresholds
+from ._hard_kernels import group_shrink  # see its note on numba's cache
 from .state import Outliers, State, dense_outliers
 
 #: Largest n_clusters x n_features for which the compiled iterations are used:
@@ -110,7 +111,7 @@ def _outlier_pass(X, resp, means, metric, prev_size, rule, spherical, lam_model,
 
     r_n = x_n - sum_c w_nc m_c and its norm in the metric (spherical: scale
     ||r||^2; diag: sum_j P_j^2 r_j^2; full: ||r P||^2); the O-step of eqs.
-    (11), (24)-(25), (30) (:func:`~robustclust._core._fused.group_shrink`,
+    (11), (24)-(25), (30) (:func:`~robustclust._core._hard_kernels.group_shrink`,
     lam in the penalty's convention): s_n, ||o_n|| = s_n ||r_n|| and, for the
     flagged points in order, their indices and rows o_n = s_n r_n.  Then
     y_n = x_n - o_n and
