@@ -32,6 +32,10 @@ from ._hard_kernels import (_NEAREST, _NO_BOUNDS, _NO_COSTS, _NO_CUM, _NO_FROZEN
 from .compiled import worth
 from .state import Outliers, State
 
+# -- the pass's constants --------------------------------------------------------------
+# Each with the measurement behind it, and set only here: the kernels take
+# what follows from them as arguments.
+
 #: Below this many rows the NumPy iteration is used (0: the pass for every size).
 FUSED_MIN_ROWS = 0
 #: Below this many rows the pass runs in the calling thread: a parallel launch
@@ -63,6 +67,45 @@ CHUNK_BYTES = 2 ** 18
 #: 40% flagged were busy 95% of a pass (92-94% with four), with these 97-98%.
 BLOCK_SHARE = 0.5
 BLOCK_MIN_CHUNKS = 2
+#: Most bytes of X per chunk for which a plain pass asks for the next chunk's
+#: rows while it works on this one's products (the kernels' ``_prefetch_rows``;
+#: a pass with bounds gathers its rows instead).
+PREFETCH_MAX_BYTES = 2 ** 19
+#: A bound is read as L - cum in float64, rounded by up to 1.1e-16 (L + cum);
+#: with cum at most max ||x|| that stays well inside the margin of the test
+#: (at least 2 p 1.1e-16 max ||x|| in distance), and bounds after drifts that
+#: large would settle nothing anyway.
+RESET_DRIFT = 1.0
+#: Passes after which the bounds are stored anew (each pass keeps a C-vector).
+MAX_HISTORY = 4096
+#: Share of the probe rows that bounds stored now must be predicted to settle
+#: at the next pass for a run to store them (see :meth:`Bounds.worth_storing`).
+STORE_MIN_SETTLED = 0.8
+#: The same in float32, where the share counts only the rows that stay
+#: inliers (the running sums hold them unread).  There a pass with the bounds
+#: costs per row read about three times, and per row held unread about 0.4
+#: times, what a plain pass costs per row (late passes on bench_kmeans's data
+#: at 8% and 40% flagged, one thread), so it breaks even at about 77% unread;
+#: with 0.8 a 40-iteration fit at 8% flagged stored at its 14th pass and its
+#: next five passes cost 1.1-1.25 times a plain one.  With 0.9 it stores at
+#: the 21st and every pass after costs 0.75-0.95 times a plain one (per
+#: iteration over passes 20-40: 0.87-0.89 times the time with 0.8 in two
+#: interleaved runs of nine, 0.94 at 1% flagged; in float64 0.9 cost 1.06-1.2
+#: times 0.8).
+STORE_MIN_SETTLED_FLOAT32 = 0.9
+#: Rows of X on which that prediction is made.
+PROBE_ROWS = 1024
+#: Fewest passes that may follow a pass for it to store the bounds: storing
+#: costs about half a plain pass more, and the first passes after it save
+#: little (the running sums are being filled), so fewer cannot repay it
+#: (measured on bench_kmeans's data: a 20-iteration fit that stored them at
+#: its 15th pass ran 3-8% slower than without them).
+STORE_MIN_PASSES_LEFT = 8
+#: Share of the tested rows whose Hamerly test fails above which the next
+#: pass reads every tested row's C bounds in order instead of only theirs:
+#: scattered, each of those reads waits for memory (measured: a late float32
+#: pass on bench_kmeans's data, 43% failing, 10.5 ms -> 9.0 ms).
+STREAM_SHARE = 0.25
 
 _N_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                         else (os.cpu_count() or 1)))
@@ -305,43 +348,6 @@ class Bounds:
             self.misses = 0
 
 
-#: A bound is read as L - cum in float64, rounded by up to 1.1e-16 (L + cum);
-#: with cum at most max ||x|| that stays well inside the margin of the test
-#: (at least 2 p 1.1e-16 max ||x|| in distance), and bounds after drifts that
-#: large would settle nothing anyway.
-RESET_DRIFT = 1.0
-#: Passes after which the bounds are stored anew (each pass keeps a C-vector).
-MAX_HISTORY = 4096
-#: Share of the probe rows that bounds stored now must be predicted to settle
-#: at the next pass for a run to store them (see :meth:`Bounds.worth_storing`).
-STORE_MIN_SETTLED = 0.8
-#: The same in float32, where the share counts only the rows that stay
-#: inliers (the running sums hold them unread).  There a pass with the bounds
-#: costs per row read about three times, and per row held unread about 0.4
-#: times, what a plain pass costs per row (late passes on bench_kmeans's data
-#: at 8% and 40% flagged, one thread), so it breaks even at about 77% unread;
-#: with 0.8 a 40-iteration fit at 8% flagged stored at its 14th pass and its
-#: next five passes cost 1.1-1.25 times a plain one.  With 0.9 it stores at
-#: the 21st and every pass after costs 0.75-0.95 times a plain one (per
-#: iteration over passes 20-40: 0.87-0.89 times the time with 0.8 in two
-#: interleaved runs of nine, 0.94 at 1% flagged; in float64 0.9 cost 1.06-1.2
-#: times 0.8).
-STORE_MIN_SETTLED_FLOAT32 = 0.9
-#: Rows of X on which that prediction is made.
-PROBE_ROWS = 1024
-#: Fewest passes that may follow a pass for it to store the bounds: storing
-#: costs about half a plain pass more, and the first passes after it save
-#: little (the running sums are being filled), so fewer cannot repay it
-#: (measured on bench_kmeans's data: a 20-iteration fit that stored them at
-#: its 15th pass ran 3-8% slower than without them).
-STORE_MIN_PASSES_LEFT = 8
-#: Share of the tested rows whose Hamerly test fails above which the next
-#: pass reads every tested row's C bounds in order instead of only theirs:
-#: scattered, each of those reads waits for memory (measured: a late float32
-#: pass on bench_kmeans's data, 43% failing, 10.5 ms -> 9.0 ms).
-STREAM_SHARE = 0.25
-
-
 def bounds_of(geometry, n_clusters):
     """The geometry's :class:`Bounds` for ``n_clusters`` centres (made on first use),
     or None where :func:`uses_bounds` says no."""
@@ -551,8 +557,9 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, rule=PassRule
               BoundsView(bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen,
                          upper),
               Outputs(labels, ref, shrink, size, _NO_COSTS if costs is None else costs))
-    args = [common + (Block(edges[b], edges[b + 1], chunk_rows, sums[b], weights[b], acc[b],
-                            *running[b]),)
+    prefetch = bounds_mode == _NO_BOUNDS and chunk_rows * p * X.itemsize <= PREFETCH_MAX_BYTES
+    args = [common + (Block(edges[b], edges[b + 1], chunk_rows, prefetch, sums[b], weights[b],
+                            acc[b], *running[b]),)
             for b in range(n_blocks)]
     run_blocks(_hard_block, args, n_threads)
     if kept is not None:

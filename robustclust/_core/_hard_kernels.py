@@ -53,10 +53,6 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: Most bytes of X per chunk for which a plain pass asks for the next chunk's
-#: rows while it works on this one's products (:func:`_prefetch_rows`).
-PREFETCH_MAX_BYTES = 2 ** 19
-
 #: Modes of the pass: the O-step residual against the previous label, or against
 #: the nearest centre (a cold start, where the previous labels are the nearest).
 _PREVIOUS, _NEAREST = 0, 1
@@ -187,11 +183,13 @@ BoundsView = namedtuple("BoundsView", "mode near L cum lmin stamp since now stre
 #: The per-point outputs (N,): labels, the labels the O-step used (``ref``),
 #: s_n, ||o_n||, and the l0 costs (shape (0,) for none).
 Outputs = namedtuple("Outputs", "labels ref shrink size costs")
-#: One block of rows, start:stop in chunks of ``chunk_rows``, with its own
-#: accumulators: the next centre step's sums (C, p) and weights (C,), the
-#: pass's totals (``acc``, 7: see :func:`_hard_block`) and the running sums of
-#: the rows the bounds hold (``fsums``, ``fweights``, ``fsq``).
-Block = namedtuple("Block", "start stop chunk_rows sums weights acc fsums fweights fsq")
+#: One block of rows, start:stop in chunks of ``chunk_rows`` (whether the next
+#: chunk's rows are prefetched: ``prefetch``), with its own accumulators: the
+#: next centre step's sums (C, p) and weights (C,), the pass's totals
+#: (``acc``, 7: see :func:`_hard_block`) and the running sums of the rows the
+#: bounds hold (``fsums``, ``fweights``, ``fsq``).
+Block = namedtuple("Block",
+                   "start stop chunk_rows prefetch sums weights acc fsums fweights fsq")
 #: A chunk's scratch arrays for :func:`_open_rows` (see there).
 Scratch = namedtuple("Scratch", "slot todo rows_of xbuf gsettled pend leaving")
 
@@ -592,7 +590,7 @@ def _hard_block(rows, cen, prev, rule, bnd, out, blk):
     lam, tau0, eps, weighted, irls, mode, need_shift = rule
     bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen, upper = bnd
     labels, ref, shrink, size, costs = out
-    start, stop, chunk_rows, sums, weights, acc, fsums, fweights, fsq = blk
+    start, stop, chunk_rows, prefetch, sums, weights, acc, fsums, fweights, fsq = blk
     C = centers_t.shape[1]
     p = X.shape[1]
     track = frozen.shape[0] > 0
@@ -611,9 +609,6 @@ def _hard_block(rows, cen, prev, rule, bnd, out, blk):
     buf = np.empty((chunk_rows, C), dtype=X.dtype)
     half = (0.5 * mm).astype(X.dtype)
     xbuf = np.empty((chunk_rows if bounds_mode == 2 else 0, p), dtype=X.dtype)
-    # in a plain pass, the next chunk's rows are asked for early (those of a
-    # pass with bounds are gathered, see _open_rows)
-    prefetch = bounds_mode == 0 and chunk_rows * p * X.itemsize <= PREFETCH_MAX_BYTES
     low = np.empty(chunk_rows)
     nearest = np.empty(chunk_rows, dtype=np.intp)
     dist = np.empty(C)
