@@ -2,10 +2,9 @@
 
 ``make test`` (CI) runs everything; ``make test-fast`` (``pytest -m "not slow"``)
 skips the tests marked here: whole-program sessions (the console script, the
-README sessions, the paper reproduction, the Table I demo), the recorded
-characterization of the solver core, scikit-learn's common checks, the
-array-API run in a subprocess, the Dask tests (a LocalCluster each module)
-and a few fits of the paper's experiments.
+README sessions, the paper reproduction, the Table I demo), scikit-learn's
+common checks, the array-API run in a subprocess, the Dask tests (a
+LocalCluster each module) and a few fits of the paper's experiments.
 """
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 #: Modules whose every test is slow.
 SLOW_MODULES = {
     "test_cli.py", "test_demo.py", "test_sessions.py",
-    "test_reproduce.py", "test_reproduce_usps.py", "test_characterization.py",
+    "test_reproduce.py", "test_reproduce_usps.py",
     "test_estimator_checks.py", "test_array_api.py", "test_gpu.py", "test_dask.py",
     "test_cli_dask.py", "test_cold_start.py",
 }

@@ -1,17 +1,11 @@
-"""The characterization fits: what the solver core must reproduce across rewrites.
+"""Data sets and estimator cases recorded from earlier versions of the library.
 
-Each case builds an estimator and its data with the public API only, so the
-same list runs against any version of the library.  ``record.py`` stores the
-results of one version in an ``.npz``; ``tests/test_characterization.py``
-refits every case with the current code and compares.
-
-The cases cover hard, soft, weighted and elementwise robust K-means, the robust
-mixture with spherical, diagonal and full covariance (plain and weighted), the
-kernel estimators with linear, rbf and precomputed kernels and with Nystroem
-features, each with a fixed ``lam``, a target ``n_outliers`` and the default
-lambda, in float64 and float32, dense and sparse, small (numpy path) and large
-(N >= 20,000: the compiled hard pass), plus two regularization paths and the
-``predict`` of new points.
+``record_tied.py`` stores the tied-covariance fits that
+``tests/test_mixture_components.py`` compares with, from the data sets here.
+The case list once served a characterization suite that refitted 57 recorded
+fits of the four separate solvers; it was retired once every engine had its
+own equality tests against the reference step (``test_fused.py``,
+``test_passes.py``, ``test_estep.py``, ``test_dask.py``, ...).
 """
 
 import networkx as nx
