@@ -141,9 +141,8 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
     # four rows at a time, then the rest one by one: each row's answer is
     # argmax_c <x, m_c> - ||m_c||^2 / 2 in X's precision, the first of equals
     # (few levels: many ties, signed zeros among them), and ||m||^2 - 2 <x, m>
-    # for it in float64; the same with the rows of another array prefetched.
-    # NaN differences (inf - inf in a product) get the one-by-one search's
-    # answer
+    # for it in float64.  NaN differences (inf - inf in a product) get the
+    # one-by-one search's answer
     rng = np.random.default_rng(seed)
     G = (rng.integers(-levels, levels, size=(m, C)) / 4.0).astype(dtype)
     half = (rng.integers(-levels, levels, size=C) / 8.0).astype(dtype)
@@ -154,12 +153,7 @@ def test_nearest_rows_finds_the_first_of_the_nearest_centres(seed, m, C, levels,
         G[1] = np.nan  # a row without any number
     mm = rng.random(C)
     low, nearest = np.empty(m), np.empty(m, dtype=np.intp)
-    kernels._nearest_rows(G, half, mm, low, nearest, G, 0, 0)
-    ahead = rng.random((m + 5, 3)).astype(dtype)
-    low2, nearest2 = np.empty(m), np.empty(m, dtype=np.intp)
-    kernels._nearest_rows(G, half, mm, low2, nearest2, ahead, 2, m + 5)
-    np.testing.assert_array_equal(nearest2, nearest)
-    np.testing.assert_array_equal(low2, low)
+    kernels._nearest_rows(G, half, mm, low, nearest)
     expected = np.array([_first_nearest(d) for d in G - half])
     if not nans:  # numpy's argmax: the first of equals
         np.testing.assert_array_equal(expected, np.argmax(G - half, axis=1))
@@ -179,10 +173,10 @@ def test_nearest_rows_skips_a_nan_difference_anywhere_after_centre_0():
             top = 17 if C > 17 else 5
             G[:, top] = 10.0
             low, nearest = np.empty(5), np.empty(5, dtype=np.intp)
-            kernels._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            kernels._nearest_rows(G, half, np.ones(C), low, nearest)
             assert (nearest == top).all(), (dtype, C)
             G[:, 0] = np.nan  # a NaN at centre 0: the answer is 0
-            kernels._nearest_rows(G, half, np.ones(C), low, nearest, G, 0, 0)
+            kernels._nearest_rows(G, half, np.ones(C), low, nearest)
             assert (nearest == 0).all(), (dtype, C)
 
 

@@ -67,10 +67,6 @@ CHUNK_BYTES = 2 ** 18
 #: 40% flagged were busy 95% of a pass (92-94% with four), with these 97-98%.
 BLOCK_SHARE = 0.5
 BLOCK_MIN_CHUNKS = 2
-#: Most bytes of X per chunk for which a plain pass asks for the next chunk's
-#: rows while it works on this one's products (the kernels' ``_prefetch_rows``;
-#: a pass with bounds gathers its rows instead).
-PREFETCH_MAX_BYTES = 2 ** 19
 #: A bound is read as L - cum in float64, rounded by up to 1.1e-16 (L + cum);
 #: with cum at most max ||x|| that stays well inside the margin of the test
 #: (at least 2 p 1.1e-16 max ||x|| in distance), and bounds after drifts that
@@ -557,9 +553,8 @@ def hard_pass(X, centers, sq_norms, sample_weight, prev_labels, *, rule=PassRule
               BoundsView(bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen,
                          upper),
               Outputs(labels, ref, shrink, size, _NO_COSTS if costs is None else costs))
-    prefetch = bounds_mode == _NO_BOUNDS and chunk_rows * p * X.itemsize <= PREFETCH_MAX_BYTES
-    args = [common + (Block(edges[b], edges[b + 1], chunk_rows, prefetch, sums[b], weights[b],
-                            acc[b], *running[b]),)
+    args = [common + (Block(edges[b], edges[b + 1], chunk_rows, sums[b], weights[b], acc[b],
+                            *running[b]),)
             for b in range(n_blocks)]
     run_blocks(_hard_block, args, n_threads)
     if kept is not None:

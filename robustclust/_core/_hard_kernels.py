@@ -23,9 +23,7 @@ No outlier row is gathered and no set is formed: the cost of an iteration does
 not depend on how many points are flagged.  Once the centres move little,
 Elkan's bounds (:class:`~robustclust._core._fused.Bounds`) show for most rows that the nearest centre
 has not changed; such a row costs one product <x, m_l> instead of a row of
-G, and only the other rows go through the BLAS call (in a pass without bounds,
-the next chunk's rows are prefetched during this one's nearest-centre search,
-:func:`_prefetch_rows`).  An inlier's terms of the
+G, and only the other rows go through the BLAS call.  An inlier's terms of the
 centre step stay in running sums while an upper bound on its distance shows
 that it is still an inlier of the same centre: such a row is not read at all,
 and a pass late in a run reads little more than its outliers' rows and those
@@ -48,10 +46,7 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 #: Modes of the pass: the O-step residual against the previous label, or against
 #: the nearest centre (a cold start, where the previous labels are the nearest).
@@ -65,49 +60,6 @@ def _row_dot(X, i, M, c):
     for j in range(X.shape[1]):
         acc += X[i, j] * M[c, j]
     return acc
-
-
-@intrinsic
-def _prefetch(typingctx, X, offset):
-    """Ask the processor to bring the cache line at byte ``offset`` of the
-    C-contiguous array ``X``'s data into its caches (LLVM's prefetch for a
-    read, kept in every level; a hint: nothing is read, no fault is raised)."""
-    if not (isinstance(X, types.Array) and isinstance(offset, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        if signature.args[0].layout != "C":
-            return context.get_dummy_value()  # no byte offsets to speak of: no hint
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        byte = ir.IntType(8)
-        ptr = builder.gep(builder.bitcast(ary.data, byte.as_pointer()), [args[1]])
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
-        name = "llvm.prefetch.p0" if getattr(ptr.type, "is_opaque", False) else "llvm.prefetch.p0i8"
-        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
-        # read (0), keep in all levels (3), data cache (1)
-        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return types.void(X, offset), codegen
-
-
-@njit(nogil=True, cache=True)
-def _prefetch_rows(X, lo, hi):
-    """Prefetch rows lo:hi of a C-contiguous X, one request per 64-byte line.
-
-    A plain pass reads X once, a chunk at a time, and the BLAS call of a
-    chunk waited for its rows to come from memory.  :func:`_nearest_rows`
-    asks for the next chunk's rows, four with every four rows it searches, so
-    that they arrive while this chunk is searched and added up (the requests
-    spread over the search: all at once after the BLAS call, they waited for
-    free line-fill buffers).  Measured single-threaded on bench_kmeans's data
-    (a late plain pass, the cache flushed between calls): 6-18% less time,
-    the same results.
-    """
-    row = X.shape[1] * X.itemsize
-    for off in range(lo * row, hi * row, 64):
-        _prefetch(X, off)
 
 
 @njit(nogil=True, cache=True)
@@ -183,13 +135,11 @@ BoundsView = namedtuple("BoundsView", "mode near L cum lmin stamp since now stre
 #: The per-point outputs (N,): labels, the labels the O-step used (``ref``),
 #: s_n, ||o_n||, and the l0 costs (shape (0,) for none).
 Outputs = namedtuple("Outputs", "labels ref shrink size costs")
-#: One block of rows, start:stop in chunks of ``chunk_rows`` (whether the next
-#: chunk's rows are prefetched: ``prefetch``), with its own accumulators: the
-#: next centre step's sums (C, p) and weights (C,), the pass's totals
-#: (``acc``, 7: see :func:`_hard_block`) and the running sums of the rows the
-#: bounds hold (``fsums``, ``fweights``, ``fsq``).
-Block = namedtuple("Block",
-                   "start stop chunk_rows prefetch sums weights acc fsums fweights fsq")
+#: One block of rows, start:stop in chunks of ``chunk_rows``, with its own
+#: accumulators: the next centre step's sums (C, p) and weights (C,), the
+#: pass's totals (``acc``, 7: see :func:`_hard_block`) and the running sums of
+#: the rows the bounds hold (``fsums``, ``fweights``, ``fsq``).
+Block = namedtuple("Block", "start stop chunk_rows sums weights acc fsums fweights fsq")
 #: A chunk's scratch arrays for :func:`_open_rows` (see there).
 Scratch = namedtuple("Scratch", "slot todo rows_of xbuf gsettled pend leaving")
 
@@ -349,7 +299,7 @@ def _open_rows(rows, cen, prev_labels, tau0, bnd, blk, out, scratch, lo, hi):
 
 
 @njit(nogil=True, cache=True)
-def _nearest_rows(G, half, mm, low, nearest, X, pf_lo, pf_hi):
+def _nearest_rows(G, half, mm, low, nearest):
     """For each row k of G = X_chunk M^T, the nearest centre (the first of
     equals) and ||m_c||^2 - 2 <x, m_c> for it (float64).
 
@@ -363,17 +313,14 @@ def _nearest_rows(G, half, mm, low, nearest, X, pf_lo, pf_hi):
     independent chains keep the processor busy (15-20% less time than one
     row at a time, the same labels; comparing 16 centres of a row at once as
     LLVM vectors saved 4-7.5% of a late plain pass at C = 16, below what a
-    trick must buy to stay, and is gone).  With each
-    four rows, four rows ``pf_lo``, ``pf_lo`` + 1, ... (below ``pf_hi``) of
-    ``X`` are prefetched (:func:`_prefetch_rows`; none when ``pf_hi`` <=
-    ``pf_lo``).
+    trick must buy to stay, and is gone; so did asking for the next chunk's
+    rows during the search, LLVM's prefetch: 3-6% of a plain pass at p = 32,
+    C = 16, 0-2% at p = 8, C = 64 and p = 128, C = 8).
     """
     C = G.shape[1]
     m = G.shape[0]
     k = 0
     while k + 4 <= m:
-        if pf_lo + k < pf_hi:
-            _prefetch_rows(X, pf_lo + k, min(pf_lo + k + 4, pf_hi))
         h = half[0]
         b0 = G[k, 0] - h
         b1 = G[k + 1, 0] - h
@@ -590,7 +537,7 @@ def _hard_block(rows, cen, prev, rule, bnd, out, blk):
     lam, tau0, eps, weighted, irls, mode, need_shift = rule
     bounds_mode, near, L, cum, lmin, stamp, since, now, stream, frozen, upper = bnd
     labels, ref, shrink, size, costs = out
-    start, stop, chunk_rows, prefetch, sums, weights, acc, fsums, fweights, fsq = blk
+    start, stop, chunk_rows, sums, weights, acc, fsums, fweights, fsq = blk
     C = centers_t.shape[1]
     p = X.shape[1]
     track = frozen.shape[0] > 0
@@ -639,8 +586,7 @@ def _hard_block(rows, cen, prev, rule, bnd, out, blk):
         G = buf[:nf]
         if nf > 0:
             np.dot(Xc, centers_t, G)
-            _nearest_rows(G, half, mm, low, nearest, X, hi,
-                          min(stop, hi + chunk_rows) if prefetch else 0)
+            _nearest_rows(G, half, mm, low, nearest)
             if bounds_mode != 0:
                 _store_bounds(G, lo, rows_of, nearest, sq_norms, mm, kerr, mmax, cum, own, now,
                               near, L, lmin, stamp)
