@@ -94,6 +94,7 @@ import numpy as np
 from .backend import (
     asarray,
     device,
+    float64,
     flatnonzero,
     maximum,
     rowdot,
@@ -537,8 +538,7 @@ def _full_thresholds(model, lam, penalty, prev, resp, base, n, xp, like):
     """tau_n of every point: ``base`` (lam, or lam / eps) for points with o = 0 before;
     sqrt(sum_c gamma_nc lam_nc^2) for points flagged before (the log penalty's
     weights differ by component)."""
-    tau = np.full(n, float(base)) if xp is np else \
-        xp.full(n, float(base), dtype=xp.float64, device=device(like))
+    tau = xp.full(n, float(base), dtype=float64(xp), device=device(like))
     if not penalty.weighted or prev is None or not prev.count:
         return tau
     lam_c = model._penalty_weights(lam, penalty, prev.component_sizes)

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
-from .backend import (asarray, bincount, maximum, namespace, onehot, pick, rowdot,
+from .backend import (asarray, bincount, float64, maximum, namespace, onehot, pick, rowdot,
                       set_masked_rows, take)
 
 
@@ -162,12 +162,12 @@ class Products:
 
 
 def _diagonal(A, xp):
-    return np.diag(A) if xp is np else xp.linalg.diagonal(A)
+    return xp.linalg.diagonal(A)
 
 
 def pick_diag(A, labels, xp):
     """A[labels[n], labels[n]] for a small square A."""
-    return _diagonal(A, xp)[labels] if xp is np else xp.take(_diagonal(A, xp), labels)
+    return xp.take(_diagonal(A, xp), labels)
 
 
 def dense_rows(X, index, xp=np):
@@ -175,7 +175,7 @@ def dense_rows(X, index, xp=np):
     if sp.issparse(X):
         return X[index].toarray().astype(np.float64, copy=False)
     rows = take(X, index, xp)
-    return rows.astype(np.float64, copy=False) if xp is np else xp.astype(rows, xp.float64)
+    return asarray(rows, xp, like=rows, dtype=float64(xp))
 
 
 class LinearGeometry:
@@ -233,8 +233,7 @@ class LinearGeometry:
         """:class:`Products` of the points with ``centers`` (in ``metric``: None is
         the Euclidean inner product, else a diag or full covariance)."""
         xp = self.xp
-        M = centers if xp is np else xp.astype(centers, xp.float64)
-        M = np.asarray(M, dtype=np.float64) if xp is np else M
+        M = asarray(centers, xp, like=centers, dtype=float64(xp))
         if metric is None:
             return Products(self._dot(M), M @ M.T, self.sq_norms, xp)
         if metric.kind == "diag":
@@ -330,8 +329,7 @@ class LinearGeometry:
     def combination(self, W, centers):
         """sum_c w_nc m_c for rows ``W`` (labels or weights), (k, p) float64."""
         xp = self.xp
-        M = centers if xp is np else xp.astype(centers, xp.float64)
-        M = np.asarray(M, dtype=np.float64) if xp is np else M
+        M = asarray(centers, xp, like=centers, dtype=float64(xp))
         return take(M, W, xp) if W.ndim == 1 else W @ M
 
     def residual_rows(self, centers, W, index):
@@ -348,7 +346,7 @@ class LinearGeometry:
     def point_centers(self, index):
         """Centres placed on the points ``index`` (reseeding), (k, p)."""
         rows = dense_rows(self.X, index, self.xp)
-        return rows.astype(self.dtype) if self.xp is np else self.xp.astype(rows, self.dtype)
+        return self.xp.astype(rows, self.dtype)
 
     def scatter(self, V, nk, centers, outliers, lam_n=None, t0=None):
         """S = sum_n sum_c V_nc (y_n - m_c)(y_n - m_c)^T with y_n = x_n - o_n (eq. (26)),
@@ -443,7 +441,7 @@ class LinearGeometry:
         k rows.
         """
         xp = self.xp
-        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        M = asarray(centers, xp, like=centers, dtype=float64(xp))
         C = M.shape[0]
         if covs.kind == "spherical":
             prec = asarray(covs.P**2, xp, like=M)
@@ -480,7 +478,7 @@ class LinearGeometry:
         enter through their k rows.
         """
         xp = self.xp
-        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        M = asarray(centers, xp, like=centers, dtype=float64(xp))
         C = M.shape[0]
         if self.sparse:  # expanded around the origin: centring would densify X
             A = self.point_sums(V)
@@ -520,7 +518,7 @@ class LinearGeometry:
     def component_scatter_diag(self, V, nk, centers, outliers):
         """The diagonals of :meth:`component_scatter`, (C, p): one product (X * X)^T V."""
         xp = self.xp
-        M = np.asarray(centers, dtype=np.float64) if xp is np else xp.astype(centers, xp.float64)
+        M = asarray(centers, xp, like=centers, dtype=float64(xp))
         A = self.point_sums(V)
         Q = self._weighted_squares(V)  # sum_n V_nc x_nj^2
         if outliers.count:
@@ -649,7 +647,7 @@ def _row_norms_in(V, covs, c, xp):
 
 
 def xp_sqrt(a, xp):
-    return np.sqrt(a) if xp is np else xp.sqrt(a)
+    return xp.sqrt(a)
 
 
 class KernelGeometry:

@@ -488,11 +488,11 @@ class MixtureModel(MixtureBase):
         compiled E-step computed them (else None)."""
         xp = solver.xp
         resp, log_norm, labels = posteriors(solver, D, weights, cov.log_det, self.dim)
-        total = log_norm.sum() if xp is np else xp.sum(log_norm)  # the method: no dispatch
+        total = xp.sum(log_norm)
         cost = -float(total)
         if sizes is not None and sizes.shape[0]:
             values = penalty.value_of_norms(sizes, xp)
-            cost += lam * float(values.sum() if xp is np else xp.sum(values))
+            cost += lam * float(xp.sum(values))
         return resp, log_norm, cost, labels
 
     def distances(self, solver, products, outliers, centers):
@@ -828,6 +828,6 @@ def _compiled(solver, A):
 
 
 def _diag(A, xp):
-    return np.diag(A) if xp is np else xp.linalg.diagonal(A)
+    return xp.linalg.diagonal(A)
 
 

@@ -84,7 +84,7 @@ class GroupPenalty:
     def value_of_norms(self, norms, xp=np):
         """rho(o_n) from the norms ||o_n||."""
         if self.weighted:
-            return np.log1p(norms / self.eps) if xp is np else xp.log1p(norms / self.eps)
+            return xp.log1p(norms / self.eps)
         return norms
 
     def threshold(self, lam):
@@ -102,8 +102,7 @@ class GroupPenalty:
     def threshold_of_norms(self, lam, norms, xp=np):
         """Thresholds from the previous norms ||o_n|| (k,), as ``threshold_at``."""
         if not self.weighted:
-            return xp.full(norms.shape[0], lam / 2.0, device=device(norms)) \
-                if xp is not np else np.full(len(norms), lam / 2.0)
+            return xp.full(norms.shape[0], lam / 2.0, device=device(norms))
         return lam / (2.0 * (norms + self.eps))
 
     def point_thresholds(self, lam, prev_norms):

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import _progress
-from .backend import asarray, scalar, set_masked_rows, to_numpy
+from .backend import asarray, float64, scalar, set_masked_rows, to_numpy
 from .compiled import lazy_module, worth
 from .geometry import dense_rows
 from .state import dense_outliers
@@ -223,7 +223,7 @@ class Solver:
         model = self.model
         centers, exclude = init
         centers = asarray(centers, self.xp, like=self.geometry.sq_norms,
-                          dtype=np.float64 if self.xp is np else self.xp.float64)
+                          dtype=float64(self.xp))
         products, weights, cov = model.initial_parameters(self, centers, exclude)
         if cov.metric is not None:
             products = self.geometry.products(centers, cov.metric)
