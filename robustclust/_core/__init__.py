@@ -10,7 +10,8 @@
   (E-, M- and Sigma-steps);
 * :mod:`.components`: the robust mixture with one covariance per component;
 * :mod:`.solver`: the driver (init, run loop, stopping rule, assign);
-* :mod:`._fused`: the compiled hard K-means pass (dense NumPy fast path);
+* :mod:`._fused`: the compiled hard K-means pass (dense NumPy fast path):
+  its driver, and :mod:`._hard_kernels`: its numba kernels;
 * :mod:`.selection`: lambda by count, the default lambda, the path's grid;
 * :mod:`.threads`: BLAS thread limits;
 * :mod:`.backend`: the array namespace and what the standard lacks.
