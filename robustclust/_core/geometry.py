@@ -91,7 +91,7 @@ class Products:
     def sq_distances(self):
         """||x_n - m_c||^2 for all points and centres, (N, C) (eq. (37), o = 0)."""
         xp = self.xp
-        D = self.diag[:, None] - 2.0 * self.cross + _diagonal(self.gram, xp)[None, :]
+        D = self.diag[:, None] - 2.0 * self.cross + xp.linalg.diagonal(self.gram)[None, :]
         return maximum(D, 0.0, xp) if xp is not np else np.maximum(D, 0.0, out=D)
 
     def residual_sq_norms(self, W):
@@ -145,10 +145,10 @@ class Products:
             D = kb * (-2.0 * t)[:, None]
             D += a[:, None]
             D -= GW * (2.0 * shrink)[:, None]
-            D += _diagonal(self.gram, xp)[None, :]
+            D += xp.linalg.diagonal(self.gram)[None, :]
             return np.maximum(D, 0.0, out=D)
         D = (-2.0 * t)[:, None] * kb + a[:, None] - (2.0 * shrink)[:, None] * GW \
-            + _diagonal(self.gram, xp)[None, :]
+            + xp.linalg.diagonal(self.gram)[None, :]
         return maximum(D, 0.0, xp)
 
     def rows(self, index):
@@ -161,13 +161,9 @@ class Products:
         return Products(self.cross * factor, self.gram * factor, self.diag * factor, self.xp)
 
 
-def _diagonal(A, xp):
-    return xp.linalg.diagonal(A)
-
-
 def pick_diag(A, labels, xp):
     """A[labels[n], labels[n]] for a small square A."""
-    return xp.take(_diagonal(A, xp), labels)
+    return xp.take(xp.linalg.diagonal(A), labels)
 
 
 def dense_rows(X, index, xp=np):
@@ -567,7 +563,7 @@ class LinearGeometry:
         if outliers.euclidean is not None:
             return outliers.euclidean
         rows = self.outlier_rows(outliers, centers)
-        return xp_sqrt(rowdot(rows, rows, self.xp), self.xp)
+        return self.xp.sqrt(rowdot(rows, rows, self.xp))
 
     def outlier_norm(self, outliers, centers):
         """||O||_F."""
@@ -646,8 +642,6 @@ def _row_norms_in(V, covs, c, xp):
     return rowdot(W, W, xp)
 
 
-def xp_sqrt(a, xp):
-    return xp.sqrt(a)
 
 
 class KernelGeometry:

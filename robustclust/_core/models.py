@@ -187,7 +187,7 @@ class KMeansModel:
             D = solver.outlier_distances(products, outliers, centers)
             D = D + (lam * penalty_values(penalty, outliers, xp))[:, None]
         elif self.hard:
-            T = _diag(products.gram, xp)[None, :] - 2.0 * products.cross
+            T = xp.linalg.diagonal(products.gram)[None, :] - 2.0 * products.cross
             labels = xp.argmin(T, axis=1)
             return labels, None, maximum(products.diag + pick(T, labels, xp), 0.0, xp)
         else:
@@ -825,9 +825,3 @@ def _compiled(solver, A):
     """Whether the compiled row maps serve ``A`` (NumPy float64 (N, C), enough rows)."""
     return solver.xp is np and isinstance(A, np.ndarray) and A.dtype == np.float64 \
         and A.ndim == 2 and worth(A.shape[0])
-
-
-def _diag(A, xp):
-    return xp.linalg.diagonal(A)
-
-
