@@ -879,21 +879,29 @@ def test_14_the_estimator_gets_what_pandas_gives_a_library_user(tmp_path, monkey
     real = RobustKMeans.fit
 
     def spy(self, X, y=None, sample_weight=None):
-        seen.append(X)
+        # the values as the fit receives them (it centres the reader's own
+        # block in place and adds the offset back)
+        seen.append((self, np.array(X, copy=True), X))
         return real(self, X)
 
     monkeypatch.setattr(RobustKMeans, "fit", spy)
     assert invoke(["fit", "t.csv", "-k", "2", "--quiet"], tmp_path)[0] == 0
-    (X,) = seen
+    ((est, ours, given),) = seen
     api = pd.read_csv(tmp_path / "t.csv")[[f"c{j}" for j in range(20)]]
-    assert isinstance(X, pd.DataFrame) and list(X.columns) == list(api.columns)
-    ours, theirs = X.to_numpy(), api.to_numpy()
+    theirs = api.to_numpy()
     np.testing.assert_array_equal(ours, theirs)
     assert ours.dtype == np.float64
     # the estimators' own layout (issue 44: their input check copied pandas'
-    # column-major block, one copy of the values more at a fit's peak); the
-    # fit is a library user's, bit for bit
-    assert ours.flags["C_CONTIGUOUS"]
+    # column-major block, one copy of the values more at a fit's peak), and
+    # no copy of it at all: the reader's block is centred in place
+    # (copy_x=False), and the estimator knows the columns by name all the same
+    assert isinstance(given, np.ndarray) and given.flags["C_CONTIGUOUS"]
+    assert est.copy_x is False
+    assert list(est.feature_names_in_) == list(api.columns)
+    np.testing.assert_allclose(given, theirs, rtol=0, atol=4 * np.finfo(float).eps
+                               * np.abs(theirs).max())
+    # the fit is a library user's, bit for bit
+    X = pd.DataFrame(ours, columns=api.columns)
     mine, user = real(RobustKMeans(2, random_state=0), X), real(RobustKMeans(2, random_state=0),
                                                                 api)
     np.testing.assert_array_equal(mine.labels_, user.labels_)

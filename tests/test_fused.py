@@ -10,6 +10,7 @@ from sklearn.cluster import KMeans
 
 import robustclust._core._fused as fused_module
 import robustclust._core._hard_kernels as kernels
+import robustclust._core._pass_states as pass_states
 from robustclust import RobustKMeans
 from robustclust._core._fused import PassRule, PreviousOutliers, hard_pass
 from reference_steps import mm_limit
@@ -753,10 +754,10 @@ def test_kept_costs_belong_to_the_state_whose_pass_kept_them():
         states.append(state)
     g = solver.geometry
     for st_ in states[1:]:
-        kept = fused_module.kept_costs(st_)
+        kept = pass_states.kept_costs(st_)
         np.testing.assert_allclose(kept, fused_module.nearest_sq_distances(
             g.X, st_.centers, g.sq_norms), rtol=1e-12, atol=1e-12)
-    assert fused_module.kept_costs(states[0]) is None  # its arrays now hold the third pass's
+    assert pass_states.kept_costs(states[0]) is None  # its arrays now hold the third pass's
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -77,16 +77,18 @@ def _centre_rows(X, offset, out, tops, b, sq):
     tops[b] = top
 
 
-def centre_with_extent(X, offset, norms=False):
+def centre_with_extent(X, offset, norms=False, out=None):
     """(X - offset, max |X - offset|) in one pass; X C-contiguous NumPy, offset of X's dtype.
 
     With ``norms``, also the squared norms of the centred rows (as stored, in
     X's dtype), added in float64: (Xc, extent, sq_norms).  NaN never reaches
     here (validation refuses it); an infinite difference gives an infinite
     extent, which :func:`power_of_two_scale` refuses.  Large X is split into
-    blocks of rows for the hard pass's threads.
+    blocks of rows for the hard pass's threads.  ``out``: where the centred
+    rows go (X itself centres X in place: each value is read before it is
+    written); a new array by default.
     """
-    out = np.empty_like(X)
+    out = np.empty_like(X) if out is None else out
     offset = np.ascontiguousarray(offset, dtype=X.dtype)
     n, p = X.shape
     edges = _row_blocks(n, p)

@@ -30,7 +30,7 @@ from ._hard_kernels import (_NEAREST, _NO_BOUNDS, _NO_COSTS, _NO_CUM, _NO_FROZEN
                             Block, BoundsView, Centres, Outputs, Previous, Rows, Rule,
                             _hard_block)
 from .compiled import worth
-from .state import Outliers, State
+from ._pass_states import ParkedOutliers, park, pass_state, scattered
 
 # -- the pass's constants --------------------------------------------------------------
 # Each with the measurement behind it, and set only here: the kernels take
@@ -598,17 +598,6 @@ def nearest_sq_distances(X, centers, sq_norms):
     return costs
 
 
-def kept_costs(state):
-    """The l0 costs (N,) that the pass which made ``state`` kept for its centres
-    (see :meth:`FusedStepper.step`), or None."""
-    pending = state.pending
-    result = pending[3] if isinstance(pending, tuple) and len(pending) == 4 else None
-    if (result is None or result.get("costs") is None
-            or result.get("costs_of") is not state.centers):
-        return None
-    return result["costs"]
-
-
 def dense_linear(solver):
     """Whether ``solver``'s geometry is a dense NumPy X (no kernel) of at least
     ``FUSED_MIN_ROWS`` rows: what the compiled pass reads."""
@@ -642,43 +631,6 @@ def thresholds(lam, penalty):
     return penalty.threshold(lam), (penalty.eps if penalty.weighted else 1.0)
 
 
-class _PassOutliers(Outliers):
-    """The outliers of a pass, as its per-point arrays; the k-row form on first use.
-
-    Most states of a run are only read for their cost, so the O(N) scan for
-    the outliers' indices is left until someone asks.
-    """
-
-    def __init__(self, result):
-        self.shrink_full = result["shrink"]
-        self.sizes_full = result["size"]
-        self.weights_full = result["ref"]
-        self.rows = None
-        self._index = None
-
-    def _compress(self):
-        if self._index is None:
-            self._index = np.flatnonzero(self.shrink_full)
-        return self._index
-
-    index = property(lambda self: self._compress())
-    shrink = property(lambda self: self.shrink_full[self._compress()])
-    sizes = property(lambda self: self.sizes_full[self._compress()])
-    euclidean = sizes
-    weights = property(lambda self: self.weights_full[self._compress()])
-
-
-def _outliers(result):
-    """The outliers of a pass's per-point arrays."""
-    return _PassOutliers(result)
-
-
-def _state(solver, centers, result, key):
-    # no per-point costs: only reseeding needs them (models.KMeansModel.divide)
-    return State(centers, None, result["labels"], None, _outliers(result), None,
-                 result["objective"], pending=(result["sums"], result["weights"], key, result))
-
-
 def init_state(solver, centers, lam, costs=None):
     """Cold state at initial centres: nearest centres, then (finite ``lam``) O and U.
 
@@ -699,7 +651,7 @@ def init_state(solver, centers, lam, costs=None):
         result["costs"], result["costs_of"] = costs, centers
     key = "any" if not finite or not result["shrink"].any() else (
         ("irls", lam, penalty.weighted) if irls else "eq9")
-    return _state(solver, centers, result, key)
+    return park(pass_state(solver, centers, result, key))
 
 
 class FusedStepper:
@@ -728,21 +680,41 @@ class FusedStepper:
         self.bounds = bounds_of(solver.geometry, solver.n_clusters)
 
     def _previous(self, state):
-        """(sums, weights, per-point arrays) of a state for the next pass."""
+        """(sums, weights, per-point arrays) of a state for the next pass.
+
+        The arrays of a state in k-row form (:func:`park`) are scattered into
+        new ones, which the run's second pass then writes its results into.
+        """
         solver = self.solver
         pending = state.pending
         if pending is not None and pending[2] in (self.key, "any"):
-            return pending[0], pending[1], pending[3]
-        V, subtract = solver.model.centre_weights(solver, state, self.lam, self.penalty)
-        g = solver.geometry
-        sums = g.removed_sums(V, state.outliers, state.centers) if subtract \
-            else g.point_sums(V)
-        o = solver.dense(state.outliers)
-        ref = o.weights_full
-        if ref is None:
-            ref = np.zeros(g.n_samples, dtype=np.intp)
-            ref[o.index] = o.weights
-        return sums, V.totals(np), {"shrink": o.shrink_full, "size": o.sizes_full, "ref": ref}
+            sums, totals, prev = pending[0], pending[1], pending[3]
+            if not prev.get("parked"):
+                return sums, totals, prev
+        else:
+            V, subtract = solver.model.centre_weights(solver, state, self.lam, self.penalty)
+            g = solver.geometry
+            sums = g.removed_sums(V, state.outliers, state.centers) if subtract \
+                else g.point_sums(V)
+            totals = V.totals(np)
+            if not isinstance(state.outliers, ParkedOutliers):
+                o = solver.dense(state.outliers)
+                ref = o.weights_full
+                if ref is None:
+                    ref = np.zeros(g.n_samples, dtype=np.intp)
+                    ref[o.index] = o.weights
+                return sums, totals, {"shrink": o.shrink_full, "size": o.sizes_full,
+                                      "ref": ref}
+        shrink, size, ref = scattered(state.outliers)
+        if self.steps == 0 and self.buffers[1] is None:
+            # read by the first pass only (the second reads the first's):
+            # the second pass's outputs (ref, a label array, as its labels)
+            self.buffers[1] = {"labels": ref, "shrink": shrink, "size": size}
+        return sums, totals, {"shrink": shrink, "size": size, "ref": ref}
+
+    def finish(self, state):
+        """The run's last state, as it is kept (:func:`park`)."""
+        return park(state)
 
     def step(self, state):
         solver = self.solver
@@ -777,5 +749,5 @@ class FusedStepper:
         result["costs"], result["costs_of"] = costs, centers
         self.buffers[self.turn] = result
         self.turn = 1 - self.turn
-        new = _state(solver, centers, result, self.key)
+        new = pass_state(solver, centers, result, self.key)
         return new, (c_shift, c_norm, result["shift"], result["onorm"])

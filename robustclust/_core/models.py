@@ -52,6 +52,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import _pass_states
 from .backend import (asarray, bincount, colsum, device, flatnonzero, logsumexp, maximum, minimum, pick,
                       take, where)
 from .covariance import Covariance, bound_covariance, consistency_factor
@@ -396,7 +397,7 @@ class KMeansModel:
             # the costs of the pass that made the state when it kept them,
             # else one compiled pass instead of the N x C distance matrix
             g = solver.geometry
-            costs = _fused.kept_costs(state)
+            costs = _pass_states.kept_costs(state)
             if costs is None:
                 costs = _fused.nearest_sq_distances(g.X, state.centers, g.sq_norms)
         else:

@@ -34,6 +34,7 @@ from .compiled import lazy_module
 from .spaces import PointSpace
 
 _concentration = lazy_module("robustclust._core._concentration")
+_fused = lazy_module("robustclust._core._fused")
 
 #: Concentration steps of a refinement (fewer when the kept set settles).
 REFINE_MAX_STEPS = 100
@@ -393,6 +394,7 @@ def refine_fit(problem, state, fixed=None):
         candidate = refine(space, centres, w, s, fixed=fixed)
         if best is None or candidate.cost < best.cost:
             best = candidate
+        candidate = None  # not alive through the next start's steps: (N,) arrays
     res = resolution(space.sq_norms, best.centres)
     # a fixed set is flagged as it is; a trimmed count with no tie split
     flagged = best.trimmed if fixed is not None else untied(
@@ -425,5 +427,8 @@ def fixed_outlier_state(solver, best, state=None, flagged=None):
         history, n_iter, converged = list(best.history), best.steps, True
     else:
         history, n_iter, converged = list(state.history), state.n_iter, state.converged
-    return State(centres, g.products(centres), back(labels), None, outliers, back(costs),
+    # a dense NumPy X: no (N, C) products kept (those who need them compute
+    # them, Solver.products_of), as for the compiled pass's states
+    products = None if _fused.dense_linear(solver) else g.products(centres)
+    return State(centres, products, back(labels), None, outliers, back(costs),
                  best.cost, history=history, n_iter=n_iter, converged=converged)

@@ -9,6 +9,8 @@ it:
 * ``solver.lambda_max(state)``: the smallest lam that flags nothing;
 * ``solver.trimmed_cost(state, s)``: the l0 cost of eq. (3) with s outliers;
 * ``solver.default_lambda(state)``: the data-driven lam at a state;
+* ``solver.as_start(state)`` (optional): a state kept only to start runs
+  from, lighter (:func:`as_start`);
 * ``solver.zero_lambda_ok``: whether lam = 0 is a problem worth solving.
 """
 
@@ -24,6 +26,14 @@ stats = lazy_module("scipy.stats", compiled=False)  # imported on first use
 
 #: Probability that a Gaussian inlier is flagged under the default lam.
 DEFAULT_FALSE_ALARM = 1e-3
+
+
+def as_start(solver, state):
+    """``state`` as a search keeps it to start runs from: ``solver.as_start``
+    where the solver has it (the compiled pass's per-point costs dropped),
+    else ``state``."""
+    lighter = getattr(solver, "as_start", None)
+    return state if lighter is None else lighter(state)
 
 
 def fit_at(solver, state, lam, weighted):
@@ -347,10 +357,12 @@ class CountSearch:
     def _bracket(self, hi, lo, lam, new):
         """(hi, lo) narrowed by an evaluation: hi the smallest lam flagging fewer
         than s, lo the largest flagging more."""
+        # the bracket's states are starts of later evaluations (the best one
+        # seen, kept whole by _seen, answers)
         if new.n_outliers < self.s:
-            hi = (lam, new) if hi is None or lam < hi[0] else hi
+            hi = (lam, as_start(self.solver, new)) if hi is None or lam < hi[0] else hi
         else:
-            lo = (lam, new) if lo is None or lam > lo[0] else lo
+            lo = (lam, as_start(self.solver, new)) if lo is None or lam > lo[0] else lo
         if self.first_bracket is None and hi is not None and lo is not None:
             self.first_bracket = ((hi[0], hi[1].n_outliers), (lo[0], lo[1].n_outliers))
         return hi, lo
@@ -404,9 +416,9 @@ class CountSearch:
                 return mid, state
             stall = stall + 1 if self.best is best else 0
             if state.n_outliers < self.s:
-                hi = (mid, state)
+                hi = (mid, as_start(self.solver, state))
             else:
-                lo = (mid, state)
+                lo = (mid, as_start(self.solver, state))
         return self.best
 
 
@@ -456,7 +468,8 @@ def _screen_from(solver, start, s, at):
         lam = solver.lambda_max(start)
     lam = positive_lambda(solver, lam)
     state = solver.run(at(lam), lam, max_iter=SCREEN_ITERATIONS)
-    return solver.trimmed_cost(state, s), lam, state
+    # scored here; kept only as the start of a search or probe
+    return solver.trimmed_cost(state, s), lam, as_start(solver, state)
 
 
 def _solver_from(solver, init, state):
@@ -569,7 +582,7 @@ def _select_by_count(solver, inits, s, weighted):
     kept = distinct[:n_keep(len(inits))]
     screened = distinct = item = None
     results = []
-    found = None
+    found = answer = None
     for k in range(len(kept)):
         _, lam, state, i = kept[k]
         kept[k] = None  # its state lives on in its search's warm starts only
@@ -577,12 +590,17 @@ def _select_by_count(solver, inits, s, weighted):
                              max_stall=stall, jump_stall=jump)
         del state
         if k == 0:
-            results.append(search.search(lam) + (search,))
-            found = results[0][0]
+            lam_k, state_k = search.search(lam)
         else:
-            results.append(search.probe(found, answer=results[0][1]) + (search,))
-    lam, state, search = min(results, key=lambda r: (abs(r[1].n_outliers - s),
-                                                     solver.trimmed_cost(r[1], s)))
+            lam_k, state_k = search.probe(found, answer=answer)
+        # scored now (exact count first, then the l0 cost); kept as a start
+        key = (abs(state_k.n_outliers - s), solver.trimmed_cost(state_k, s))
+        search.best = None
+        results.append((key, lam_k, as_start(solver, state_k), search))
+        state_k = None
+        if k == 0:  # the later probes compare their first evaluation's points with it
+            found, answer = lam_k, results[0][2]
+    _, lam, state, search = min(results, key=lambda r: r[0])
     del results  # the other searches' states
     lam, state = search.finish(lam, state)
     if not weighted:

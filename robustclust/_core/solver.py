@@ -44,6 +44,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import _progress
+from . import _pass_states
 from .backend import asarray, float64, scalar, set_masked_rows, to_numpy
 from .compiled import lazy_module, worth
 from .geometry import dense_rows
@@ -283,7 +284,7 @@ class Solver:
                                  and o_shift <= tol * max(o_norm, c_norm))
                 if converged:
                     break
-        return state.finished(history, it, converged)
+        return stepper.finish(state.finished(history, it, converged))
 
     def assign(self, start, stages, max_iter=100):
         """Memberships and outliers of the geometry's points, centres fixed.
@@ -337,6 +338,11 @@ class Solver:
         penalty = self.log_penalty if weighted else self.penalty
         return np.asarray(self.to_host(self.model.critical_lambdas(self, state, penalty)),
                           dtype=np.float64)
+
+    def as_start(self, state):
+        """``state`` kept only to start later runs from: the per-point costs it
+        holds for reports dropped (the compiled pass's; others as they are)."""
+        return _pass_states.without_costs(state)
 
     def trimmed_cost(self, state, n_trim):
         """The l0-constrained cost of eq. (3) at the state's parameters.
@@ -401,6 +407,10 @@ class _Stepper:
         o_shift = g.outlier_shift(state.outliers, new.outliers, state.centers, new.centers,
                                   state.products, new.products)
         return new, (c_shift, c_norm, o_shift, g.outlier_norm(new.outliers, new.centers))
+
+    def finish(self, state):
+        """The run's last state, as the run returns it."""
+        return state
 
 
 class EMStop:

@@ -44,7 +44,7 @@ from .base import (
     check_frame_columns,
     state_from,
 )
-from .units import internal_units
+from .units import internal_units, restore_input
 from .dask_fit import is_dask, predict_dask, score_dask
 
 
@@ -168,6 +168,15 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         Seeds the initialisations.
     verbose : int, default=0
         Print the objective at every iteration.
+    copy_x : bool, default=True
+        Centre a copy of dense X (the fit works on centred data: see
+        :mod:`~robustclust._estimators.units`).  ``False`` centres a
+        writeable C-ordered NumPy X where it lies, saving a copy of X, and
+        adds the offset back before ``fit`` returns (also when it raises):
+        each value then differs from the original by at most the rounding
+        of that subtraction and addition.  Input that is not C-ordered
+        float, sparse, read-only or of another namespace is copied as with
+        ``True``.
 
     Attributes
     ----------
@@ -407,6 +416,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "copy_x": ["boolean"],
     }
 
     _renamed_params = ("q", "weighted", "default_rule")
@@ -414,7 +424,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
 
     def __init__(self, n_clusters=8, *, lam=None, n_outliers=None, fuzzifier=1.0,
                  penalty="group", eps=None, init="robust", n_init="auto", refine="auto",
-                 max_iter=300, tol=1e-6, random_state=None, verbose=0, **renamed):
+                 max_iter=300, tol=1e-6, random_state=None, verbose=0, copy_x=True,
+                 **renamed):
         self.n_clusters = n_clusters
         self.lam = lam
         self.n_outliers = n_outliers
@@ -428,6 +439,7 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+        self.copy_x = copy_x
         self._take_renamed(renamed)
 
     _optional_state_names = ("trimmed_cost_", "unrefined_lambda_", "_flags_noise_points",
@@ -466,7 +478,14 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self._n_init = 1
 
     def _make_geometry(self, X, sample_weight):
-        Xi, self._offset, self._scale, sq_norms = internal_units(X, norms=True)
+        # in place only for the fit's own problem (fit sets the request and
+        # adds the offset back; a path's problem, say, centres a copy)
+        in_place = (self.__dict__.pop("_centre_in_place", False)
+                    and isinstance(X, np.ndarray) and X.flags.writeable)
+        Xi, self._offset, self._scale, sq_norms = internal_units(X, norms=True,
+                                                                 in_place=in_place)
+        if in_place:
+            self._centred_input = X  # fit adds the offset back
         return LinearGeometry(Xi, sq_norms), {"offset": self._offset, "scale": self._scale,
                                     "lambda_unit": self._scale,
                                     "objective_unit": self._scale * self._scale}
@@ -618,7 +637,14 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         -------
         self : RobustKMeans
         """
-        return self._fit(X, sample_weight)
+        self._centre_in_place = not self.copy_x
+        try:
+            return self._fit(X, sample_weight)
+        finally:
+            self.__dict__.pop("_centre_in_place", None)
+            centred = self.__dict__.pop("_centred_input", None)
+            if centred is not None:
+                restore_input(centred, self._offset)
 
     # -- new points ------------------------------------------------------------------------
     def _assign(self, X):

@@ -26,10 +26,12 @@ _OFFSET_BITS = 20
 _dense = lazy_module("robustclust._core._dense")
 
 
-def internal_units(X, offset=None, scale=None, norms=False):
+def internal_units(X, offset=None, scale=None, norms=False, in_place=False):
     """(X in internal units, offset, scale): see the module docstring.
 
-    Dense X is centred (a copy); sparse X is not (centring would densify it).
+    Dense X is centred (a copy; with ``in_place``, a writeable NumPy X is
+    centred where it lies, and the caller adds the offset back with
+    :func:`restore_input`); sparse X is not (centring would densify it).
     With ``offset`` and ``scale`` given (new points), those are applied.
     With ``norms``, a fourth item: the squared row norms of the result
     (float64) where the centring pass computed them on the way, else None.
@@ -55,10 +57,11 @@ def internal_units(X, offset=None, scale=None, norms=False):
                       / X.shape[0]).astype(X.dtype)
         else:
             offset = xp.mean(X, axis=0)
+        in_place = in_place and is_numpy and X.flags.writeable
         if is_numpy and X.shape[0] > 1:
-            offset, Xc, top, sq = _robust_offset(X, offset, norms)
+            offset, Xc, top, sq = _robust_offset(X, offset, norms, in_place)
         else:
-            Xc = X - offset
+            Xc = np.subtract(X, offset, out=X) if in_place else X - offset
     else:
         Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
     if scale is None:
@@ -88,7 +91,14 @@ def typical_magnitude(magnitudes):
     return float(np.median(nonzero)) if nonzero.size else 0.0
 
 
-def _robust_offset(X, mean, norms=False):
+def restore_input(X, offset):
+    """X + offset in place: a NumPy X that ``internal_units(..., in_place=True)``
+    centred, back in its own units (to the rounding of the subtraction and
+    the addition: an ulp of the offset at most)."""
+    np.add(X, offset, out=X)
+
+
+def _robust_offset(X, mean, norms=False, in_place=False):
     """The median instead of the mean when a few huge values dominate the mean.
 
     Subtracting an offset rounds each coordinate to eps |offset|; the mean of
@@ -109,11 +119,12 @@ def _robust_offset(X, mean, norms=False):
     offset = mean
     if far.any() or not np.all(np.isfinite(mean)):
         offset = np.median(X, axis=0).astype(X.dtype)
+    out = X if in_place else None
     if X.flags.c_contiguous and worth(X.shape[0]):
         if norms:
-            return (offset, *_dense.centre_with_extent(X, offset, norms=True))
-        return (offset, *_dense.centre_with_extent(X, offset), None)
-    Xc = X - offset
+            return (offset, *_dense.centre_with_extent(X, offset, norms=True, out=out))
+        return (offset, *_dense.centre_with_extent(X, offset, out=out), None)
+    Xc = np.subtract(X, offset, out=out)
     sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64) if norms else None
     return offset, Xc, float(np.abs(Xc).max()), sq
 

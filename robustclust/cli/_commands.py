@@ -49,6 +49,7 @@ from ._models import (
     kernel_name,
     model_input,
     n_clusters,
+    own_matrix,
     predict_rows,
     row_results,
 )
@@ -291,14 +292,18 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
     X = _model_input(data)
     if options.standardize:
         check_standardizable(X, data.path)
+    names = None
     if not graph:
         check_fit_memory(X, options, data.path)
+        X, names = own_matrix(model, data)
     start = time.perf_counter()
     with progress_bar("fit", quiet), warnings.catch_warnings():
         warnings.filterwarnings("ignore", _FLOATING_POINT, RuntimeWarning)
         run_estimator(model.fit, X, kernel=graph or options.kernel is not None)
     elapsed = time.perf_counter() - start
     est = final_estimator(model)
+    if names is not None:
+        est.feature_names_in_ = np.asarray(names, dtype=object)
     labels, mask, scores = row_results(model)
     check_fit(data, X if graph else fitted_data(model, X), est, mask, scores,
               options.n_clusters)

@@ -115,6 +115,10 @@ class Dataset:
     #: (rows, columns) of the input table when ``frame`` no longer holds every
     #: column (a CSV/TSV table's feature columns live in X only).
     shape: tuple | None = None
+    #: Whether X's float block is the reader's own array, shared with no
+    #: other frame (not ``frame``, which other inputs' rows are written
+    #: from): a fit may centre it in place (:func:`._models.own_matrix`).
+    X_owned: bool = False
 
     @property
     def n_rows(self):
@@ -233,6 +237,8 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False, order="F"):
     values = numeric_matrix(frame, positions, order=order)
     used = _finite_rows(values, names, labels, drop_missing, path)
     X = _features(values, names, used)
+    # a new array (not a view of the frame's columns): the fit may change it
+    owned = values.flags.owndata or not used.all()
     del values
     shape = None
     if kind in ("csv", "tsv"):
@@ -241,7 +247,7 @@ def read_input(path, *, columns=None, drop_missing=False, raw=False, order="F"):
         shape = frame.shape
         frame = frame.drop(columns=frame.columns[positions])
     return Dataset(path, kind, frame, labels, X=X, used=used, skipped=skipped, header=header,
-                   raw=raw_frame, shape=shape)
+                   raw=raw_frame, shape=shape, X_owned=owned)
 
 
 # -- tables ----------------------------------------------------------------------
@@ -261,7 +267,9 @@ def _features(values, names, used):
         block = np.asfortranarray(values[used])
     else:
         block = np.ascontiguousarray(values[used])
-    return pd.DataFrame(block, columns=names, index=np.flatnonzero(used), copy=False)
+    # the rows' numbers in the table (a range when every row is used: no (N,) array)
+    index = pd.RangeIndex(len(used)) if used.all() else np.flatnonzero(used)
+    return pd.DataFrame(block, columns=names, index=index, copy=False)
 
 
 def _check_table(frame, path, kind):

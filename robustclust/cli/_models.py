@@ -150,6 +150,35 @@ def final_estimator(model):
     return model[-1] if isinstance(model, Pipeline) else model
 
 
+def own_matrix(model, data):
+    """(X for ``model.fit``, feature names to set after it) without a copy of X.
+
+    A RobustKMeans fitted directly (no scaling pipeline) centres the
+    reader's own float block in place (``copy_x=False``) instead of a copy:
+    a table's values are then held once.  pandas hands that block out
+    read-only (copy-on-write); when it is the reader's alone
+    (``data.X_owned``: no frame that rows are written from shares it) it is
+    made writeable, and the estimator, given an array, is told the column
+    names afterwards.  Its values after the fit differ from the read ones by
+    the rounding of the centring at most; nothing written comes from them.
+    Other models and inputs get ``data.X`` as it is, and (X, None) comes back.
+    """
+    from .._estimators.kmeans import RobustKMeans
+
+    X = data.X
+    if type(model) is not RobustKMeans or not data.X_owned or not hasattr(X, "columns"):
+        return X, None
+    values = X.to_numpy()
+    if not values.flags.writeable:
+        try:
+            values.flags.writeable = True
+        except ValueError:  # not the reader's own block: the estimator copies it
+            return X, None
+    model.set_params(copy_x=False)
+    names = list(X.columns)
+    return values, (names if all(isinstance(name, str) for name in names) else None)
+
+
 def fitted_data(model, X):
     """X as the clustering estimator sees it (after the pipeline's scaling)."""
     return model[:-1].transform(X) if isinstance(model, Pipeline) else X
