@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _progress
 from .backend import asarray, to_numpy
-from .compiled import lazy_module
+from .compiled import lazy_module, worth
 from .spaces import PointSpace
 
 _concentration = lazy_module("robustclust._core._concentration")
@@ -427,8 +427,10 @@ def fixed_outlier_state(solver, best, state=None, flagged=None):
         history, n_iter, converged = list(best.history), best.steps, True
     else:
         history, n_iter, converged = list(state.history), state.n_iter, state.converged
-    # a dense NumPy X: no (N, C) products kept (those who need them compute
-    # them, Solver.products_of), as for the compiled pass's states
-    products = None if _fused.dense_linear(solver) else g.products(centres)
+    # the compiled pass's X (dense NumPy, rows enough for the compiled kernels):
+    # no (N, C) products kept (those who need them compute them,
+    # Solver.products_of), as for that pass's own states
+    compiled = worth(g.n_samples) and _fused.dense_linear(solver)
+    products = None if compiled else g.products(centres)
     return State(centres, products, back(labels), None, outliers, back(costs),
                  best.cost, history=history, n_iter=n_iter, converged=converged)
