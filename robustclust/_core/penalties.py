@@ -266,8 +266,6 @@ def outlier_step(penalty, lam, r2, W, prev, xp=np, residuals=None):
         shrink = penalty.shrink(norms, tau, xp)
         shrink = where(r2 > tau * tau, shrink, 0.0, xp)
     index = flatnonzero(shrink > 0, xp)
-    if xp is np:
-        index = index.astype(np.intp, copy=False)
     sizes = shrink * norms
     return Outliers(index, shrink=take(shrink, index, xp), weights=take(W, index, xp),
                     sizes=take(sizes, index, xp), shrink_full=shrink, sizes_full=sizes,

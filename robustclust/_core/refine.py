@@ -341,7 +341,7 @@ def refined_assignment(solver, state, lam):
     labels = np.asarray(solver.to_host(state.labels))
 
     def back(values):
-        return values if solver.xp is np else asarray(values, solver.xp, like=g.sq_norms)
+        return asarray(values, solver.xp, like=g.sq_norms)
 
     outliers = threshold_outliers(sq, labels, hard_threshold(sq, lam), back)
     return replace(state, outliers=outliers)
@@ -416,7 +416,7 @@ def fixed_outlier_state(solver, best, state=None, flagged=None):
     xp = solver.xp
 
     def back(values, dtype=None):
-        return values if xp is np else asarray(values, xp, like=g.sq_norms, dtype=dtype)
+        return asarray(values, xp, like=g.sq_norms, dtype=dtype)
 
     flagged = best.trimmed if flagged is None else flagged
     centres = solver.geometry_dtype(back(best.centres))

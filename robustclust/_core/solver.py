@@ -124,9 +124,7 @@ class Solver:
     def geometry_dtype(self, centers):
         """Centres in the precision the geometry keeps them in (the data's)."""
         dtype = self.geometry.dtype
-        if self.xp is np:
-            return centers.astype(dtype, copy=False)
-        return self.xp.astype(centers, dtype)
+        return self.xp.astype(centers, dtype, copy=False)
 
     def products_of(self, state):
         """The state's products (computed when a compiled pass did not keep them)."""
@@ -444,8 +442,6 @@ def _same_flagged(a, b, xp):
     """Whether two outlier sets flag the same points."""
     if a.count != b.count:
         return False
-    if xp is np:
-        return bool(np.array_equal(a.index, b.index))
     return bool(xp.all(a.index == b.index))
 
 

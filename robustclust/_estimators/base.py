@@ -108,8 +108,8 @@ class Problem:
         if self.dtype is None:
             self.dtype = self.solver.geometry.dtype
         xp = self.solver.xp
-        if xp is not np:  # the NumPy dtype of an array-API dtype
-            self.dtype = np.dtype(np.float32 if self.dtype == xp.float32 else np.float64)
+        # the NumPy dtype (of an array-API dtype, for other namespaces)
+        self.dtype = np.dtype(np.float32 if self.dtype == xp.float32 else np.float64)
 
     def user_lambda(self, lam):
         return float(lam) * self.lambda_unit
