@@ -107,8 +107,6 @@ def residual_weights(memberships, q, xp=np):
 def worst_fitting_inliers(point_costs, outlier_mask, k, xp=np):
     """Indices of the k non-outliers with the largest cost: reseeds for empty clusters."""
     costs = where(outlier_mask, -math.inf, point_costs, xp)
-    if xp is np:
-        return np.argsort(-costs, kind="stable")[:k]
     return xp.argsort(-costs, stable=True)[:k]
 
 
@@ -627,7 +625,7 @@ class MixtureModel(MixtureBase):
         D = products.sq_distances()
         labels = xp.argmin(D, axis=1)
         d2 = pick(D, labels, xp)
-        counts = bincount(labels, None if xp is np else xp.ones_like(d2), self.n_clusters, xp)
+        counts = bincount(labels, xp.ones_like(d2), self.n_clusters, xp)
         weights = (counts + _TINY) / (xp.sum(counts) + _TINY * self.n_clusters)
         n = geometry.n_samples
         d2h = solver.to_host(d2)
@@ -791,8 +789,6 @@ def _outlier_lams(xp, lam, penalty, outliers):
     t0 = outliers.sizes  # ||o_n||_{Sigma_old^-1}
     if penalty.weighted:
         return lam / (t0 + penalty.eps)
-    if xp is np:
-        return np.full(outliers.count, float(lam))
     return xp.full(outliers.count, float(lam), device=device(t0))
 
 
