@@ -479,7 +479,7 @@ class ComponentMixtureModel(MixtureBase):
             if len(members) < least:
                 values.append(np.asarray(cov.value, dtype=np.float64))
                 continue
-            rows = g.points(members if xp is np else asarray(members, xp, like=g.sq_norms))
+            rows = g.points(asarray(members, xp, like=g.sq_norms))
             R = np.asarray(solver.to_host(rows)) - M[c]
             if self.kind == "spherical":
                 value = factor * float((R * R).sum()) / (len(members) * self.dim)
@@ -573,6 +573,4 @@ def _sizes(rows, covs, xp):
 
 
 def _float64(centers, xp):
-    if xp is np:
-        return np.asarray(centers, dtype=np.float64)
-    return xp.astype(centers, xp.float64)
+    return asarray(centers, xp, like=centers, dtype=float64(xp))
