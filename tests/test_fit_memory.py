@@ -85,6 +85,36 @@ def test_copy_x_false_gives_x_back_when_the_fit_fails(monkeypatch):
     assert_given_back(X, before)
 
 
+def test_copy_x_false_gives_x_back_when_its_values_are_refused():
+    # values spanning more magnitudes than the squared distances can hold are
+    # refused after the centring; X is given back all the same
+    X = far_blobs(3000)
+    X[0, 0], X[1, 1] = 1e300, 1e-300
+    before = X.copy()
+    with pytest.raises(ValueError, match="orders of magnitude"):
+        RobustKMeans(4, lam=40.0, copy_x=False).fit(X)
+    # to the rounding of the bulk's offset (centred, they would be 1000 off)
+    bulk = np.ones(X.shape, bool)
+    bulk[0, 0] = False
+    np.testing.assert_allclose(X[bulk], before[bulk], rtol=0,
+                               atol=4 * EPS * np.abs(before[bulk]).max())
+    assert abs(X[0, 0] - before[0, 0]) <= 4 * EPS * before[0, 0]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_copy_x_false_copies_values_whose_differences_overflow():
+    # x - offset would overflow: X is not changed at all (the fit refuses the
+    # values as with a copy)
+    X = far_blobs(3000)
+    X[:, 0] = -1e308  # the column's median; row 0 lies 2.7e308 from it
+    X[0, 0] = 1.7e308
+    before = X.copy()
+    with pytest.raises(ValueError, match="overflows"):
+        RobustKMeans(4, lam=40.0, copy_x=False).fit(X)
+    assert_array_equal(X, before)
+
+
 def _read_only(X):
     X.flags.writeable = False
     return X

@@ -175,8 +175,9 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         adds the offset back before ``fit`` returns (also when it raises):
         each value then differs from the original by at most the rounding
         of that subtraction and addition.  Input that is not C-ordered
-        float, sparse, read-only or of another namespace is copied as with
-        ``True``.
+        float, sparse, read-only or of another namespace, or whose values
+        differ by more than the dtype holds (their centring could not be
+        undone), is copied as with ``True``.
 
     Attributes
     ----------

@@ -57,18 +57,27 @@ def internal_units(X, offset=None, scale=None, norms=False, in_place=False):
                       / X.shape[0]).astype(X.dtype)
         else:
             offset = xp.mean(X, axis=0)
-        in_place = in_place and is_numpy and X.flags.writeable
+        # in place only where every value can be given back: no difference of
+        # two of them overflows (the offset lies within each column's range)
+        in_place = (in_place and is_numpy and X.flags.writeable and X.size > 0
+                    and float(X.max()) - float(X.min()) <= float(np.finfo(X.dtype).max))
         if is_numpy and X.shape[0] > 1:
             offset, Xc, top, sq = _robust_offset(X, offset, norms, in_place)
         else:
             Xc = np.subtract(X, offset, out=X) if in_place else X - offset
     else:
+        in_place = False
         Xc = X - (offset if is_numpy else xp.asarray(offset, dtype=X.dtype))
     if scale is None:
-        if top is None:
-            top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
-        sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000), :], xp)
-        scale = power_of_two_scale(top, typical_magnitude(np.abs(sample)), float32)
+        try:
+            if top is None:
+                top = float(xp.max(xp.abs(Xc))) if Xc.shape[0] else 0.0
+            sample = to_numpy(Xc[:: max(1, Xc.shape[0] // 1000), :], xp)
+            scale = power_of_two_scale(top, typical_magnitude(np.abs(sample)), float32)
+        except BaseException:  # data refused: the caller's X as it was
+            if in_place:
+                restore_input(X, offset)
+            raise
     if scale != 1.0:
         Xc = divide_by_power_of_two(Xc, scale)
         sq = None
