@@ -121,7 +121,7 @@ def scattered(outliers):
 
 def kept_costs(state):
     """The l0 costs (N,) that the pass which made ``state`` kept for its centres
-    (see :meth:`FusedStepper.step`), or None."""
+    (see ``_fused.FusedStepper.step``), or None."""
     pending = state.pending
     result = pending[3] if isinstance(pending, tuple) and len(pending) == 4 else None
     if (result is None or result.get("costs") is None
