@@ -881,12 +881,12 @@ def test_14_the_estimator_gets_what_pandas_gives_a_library_user(tmp_path, monkey
     def spy(self, X, y=None, sample_weight=None):
         # the values as the fit receives them (it centres the reader's own
         # block in place and adds the offset back)
-        seen.append((self, np.array(X, copy=True), X))
+        seen.append((self, np.array(X, copy=True), X, self.copy_x))
         return real(self, X)
 
     monkeypatch.setattr(RobustKMeans, "fit", spy)
     assert invoke(["fit", "t.csv", "-k", "2", "--quiet"], tmp_path)[0] == 0
-    ((est, ours, given),) = seen
+    ((est, ours, given, copy_x),) = seen
     api = pd.read_csv(tmp_path / "t.csv")[[f"c{j}" for j in range(20)]]
     theirs = api.to_numpy()
     np.testing.assert_array_equal(ours, theirs)
@@ -896,7 +896,7 @@ def test_14_the_estimator_gets_what_pandas_gives_a_library_user(tmp_path, monkey
     # no copy of it at all: the reader's block is centred in place
     # (copy_x=False), and the estimator knows the columns by name all the same
     assert isinstance(given, np.ndarray) and given.flags["C_CONTIGUOUS"]
-    assert est.copy_x is False
+    assert copy_x is False
     assert list(est.feature_names_in_) == list(api.columns)
     np.testing.assert_allclose(given, theirs, rtol=0, atol=4 * np.finfo(float).eps
                                * np.abs(theirs).max())

@@ -30,7 +30,7 @@ from ._hard_kernels import (_NEAREST, _NO_BOUNDS, _NO_COSTS, _NO_CUM, _NO_FROZEN
                             Block, BoundsView, Centres, Outputs, Previous, Rows, Rule,
                             _hard_block)
 from .compiled import worth
-from ._pass_states import ParkedOutliers, park, pass_state, scattered
+from ._pass_states import ParkedOutliers, park, pass_state
 
 # -- the pass's constants --------------------------------------------------------------
 # Each with the measurement behind it, and set only here: the kernels take
@@ -705,7 +705,8 @@ class FusedStepper:
                     ref[o.index] = o.weights
                 return sums, totals, {"shrink": o.shrink_full, "size": o.sizes_full,
                                       "ref": ref}
-        shrink, size, ref = scattered(state.outliers)
+        o = state.outliers  # parked: each read scatters into a new array
+        shrink, size, ref = o.shrink_full, o.sizes_full, o.weights_full
         if self.steps == 0 and self.buffers[1] is None:
             # read by the first pass only (the second reads the first's):
             # the second pass's outputs (ref, a label array, as its labels)

@@ -114,11 +114,6 @@ class ParkedOutliers(Outliers):
         return False  # hard labels: no (N, C) weights
 
 
-def scattered(outliers):
-    """(shrink, size, ref) (N,) of parked outliers, in new arrays."""
-    return outliers.shrink_full, outliers.sizes_full, outliers.weights_full
-
-
 def kept_costs(state):
     """The l0 costs (N,) that the pass which made ``state`` kept for its centres
     (see ``_fused.FusedStepper.step``), or None."""

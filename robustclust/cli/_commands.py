@@ -302,8 +302,11 @@ def fit(session, input, outliers, lam, columns, drop_missing, output, plot, save
         run_estimator(model.fit, X, kernel=graph or options.kernel is not None)
     elapsed = time.perf_counter() - start
     est = final_estimator(model)
-    if names is not None:
-        est.feature_names_in_ = np.asarray(names, dtype=object)
+    if not graph and X is not data.X:  # the reader's block, centred in place (own_matrix)
+        # the estimator's own default again: a saved model refits on a copy
+        est.set_params(copy_x=True)
+        if names is not None:
+            est.feature_names_in_ = np.asarray(names, dtype=object)
     labels, mask, scores = row_results(model)
     check_fit(data, X if graph else fitted_data(model, X), est, mask, scores,
               options.n_clusters)

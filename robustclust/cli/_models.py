@@ -158,8 +158,9 @@ def own_matrix(model, data):
     a table's values are then held once.  pandas hands that block out
     read-only (copy-on-write); when it is the reader's alone
     (``data.X_owned``: no frame that rows are written from shares it) it is
-    made writeable, and the estimator, given an array, is told the column
-    names afterwards.  Its values after the fit differ from the read ones by
+    made writeable, and after the fit the caller tells the estimator, given
+    an array, the column names and sets ``copy_x`` back (a saved model does
+    not centre its user's data in place).  Its values after the fit differ from the read ones by
     the rounding of the centring at most; nothing written comes from them.
     Other models and inputs get ``data.X`` as it is, and (X, None) comes back.
     """
