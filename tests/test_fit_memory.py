@@ -13,6 +13,7 @@ from numpy.testing import assert_array_equal
 
 from robustclust import RobustKMeans, regularization_path
 from robustclust._core import _fused, _pass_states
+from robustclust._core.state import State, no_outliers
 
 EPS = np.finfo(np.float64).eps
 
@@ -148,7 +149,43 @@ def test_states_kept_in_k_row_form_change_no_result(monkeypatch, params):
     X = far_blobs()
     parked = RobustKMeans(4, random_state=0, **params).fit(X)
     monkeypatch.setattr(_fused, "park", lambda state: state)
-    monkeypatch.setattr(_pass_states, "without_costs", lambda state: state)
+    monkeypatch.setattr(_pass_states, "as_start", lambda state: state)
     whole = RobustKMeans(4, random_state=0, **params).fit(X)
     assert_same_fit(parked, whole)
     assert parked.n_outliers_ > 0
+    # the starts' byte labels never reach the fitted attributes
+    assert parked.labels_.dtype == whole.labels_.dtype == np.intp
+    assert_array_equal(parked.memberships_, whole.memberships_)
+
+
+def test_a_start_keeps_byte_labels_and_a_run_from_it_reads_them_whole():
+    X = far_blobs(3000)
+    model = RobustKMeans(4, n_outliers=30, random_state=0).fit(X)
+    labels = np.where(model.labels_ < 0, 0, model.labels_)
+    parked = State(model.cluster_centers_, None, labels.astype(np.intp), None,
+                   no_outliers(len(X)), None, 0.0, pending=(None, None, "any", {"parked": True}))
+    start = _pass_states.as_start(parked)
+    assert start.labels.dtype == np.uint8 and start.pending[3] == {"parked": True}
+    assert_array_equal(start.labels, labels)
+    whole = _pass_states.full_labels(start)
+    assert whole.labels.dtype == np.intp
+    assert_array_equal(whole.labels, labels)
+
+
+@pytest.mark.parametrize("params", [{"n_outliers": 0.01}, {}], ids=["count", "default"])
+def test_a_count_fit_of_narrow_rows_holds_about_three_times_x(params):
+    # the count search keeps its bracket and starts without costs and with
+    # byte labels, the refinement takes its products a block of rows at a
+    # time, the fitted attributes share the labels: a count fit of 200,000 x 4
+    # rows (X centred in place) allocates at most 3.3 times X's size (3.9
+    # before; benchmarks/bench_memory.py measures the command line's peak)
+    X = far_blobs(200_000)
+    RobustKMeans(4, random_state=0, **params).fit(X[-6000:].copy())  # compile first
+    tracemalloc.start()
+    try:
+        model = RobustKMeans(4, random_state=0, copy_x=False, **params).fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert model.n_outliers_ >= 1000
+    assert peak <= 3.3 * X.nbytes, peak / X.nbytes

@@ -251,18 +251,19 @@ def test_command_line_refines_by_default_and_unrefined_keeps_the_paper_estimator
     assert "--unrefined applies to --method kmeans" in capsys.readouterr().err
 
 
-def test_compiled_steps_on_float32_rows_converted_block_by_block_equal_the_numpy_loop():
-    # float32 rows are converted to float64 a block of rows at a time (NumPy's
-    # product converts the whole of X): more rows than a block, both layouts
+def test_compiled_steps_taken_block_by_block_equal_the_numpy_loop():
+    # the products with the centres are taken a block of rows at a time
+    # (float32 rows converted to float64 block by block; NumPy's product
+    # converts the whole of X): more rows than a block, both dtypes and layouts
     rng = np.random.default_rng(3)
-    n = 2 * _concentration._CONVERT_ROWS + 517
+    n = 2 * _concentration._block_rows(10**6, 3, 3) + 517  # rows of 3 features, 3 centres
     means = np.array([[0.0, 0.0, 0.0], [5.0, 0.0, 1.0], [0.0, 6.0, -1.0]])
     X64 = means[rng.integers(3, size=n)] + rng.normal(size=(n, 3))
     X64[:300] = rng.uniform(-20, 20, size=(300, 3))
     w = rng.uniform(0.5, 2.0, n)
     centres = X64[[400, 900, 1500]] + 0.5
-    for order in ("C", "F"):
-        X = np.asarray(X64, dtype=np.float32, order=order)
+    for dtype, order in itertools.product((np.float32, np.float64), ("C", "F")):
+        X = np.asarray(X64, dtype=dtype, order=order)
         fast = PointSpace(X)
         assert fast.dense is X
         got = concentration_steps(fast, centres, w, 300, 40)

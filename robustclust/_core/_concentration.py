@@ -24,61 +24,82 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-#: Rows of a float32 X converted to float64 at a time for the products.
-_CONVERT_ROWS = 2048
+#: Entries of the blocks of rows of X whose products with the centres a step
+#: takes at a time (256 kB, about a core's L2 cache): the block of products
+#: (rows x C) and of float32 rows converted to float64 (rows x p).  The
+#: (N, C) product matrix of all rows would be the largest array of a
+#: refinement, 32 MB at 10^6 rows and 4 centres, as large as X
+#: (benchmarks/bench_memory.py).  A step took 1.1x the time of one with the
+#: whole product at 300,000 x 4 rows (4 centres) and 100,000 x 32 (16), 0.5x
+#: at 10^6 x 4 (16); blocks of 2 MB took 0.9-1.5x and 0.9x.
+_BLOCK_ENTRIES = 2**15
 
 
-def _products(X, centres_t):
-    """<x_n, m_c> for every row, (N, C), in float64."""
-    return np.dot(np.asarray(X, dtype=np.float64), centres_t)
+@njit(nogil=True, cache=True)
+def _block_rows(n, p, C):
+    """Rows of a block: _BLOCK_ENTRIES over the wider of p and C, at least one."""
+    return max(1, min(n, _BLOCK_ENTRIES // max(p, C, 1)))
 
 
-@overload(_products)
-def _products_compiled(X, centres_t):
-    if X.dtype == types.float64:
-        return lambda X, centres_t: np.dot(X, centres_t)
+def _block_products(X, lo, hi, centres_t, rows, G):
+    """``G[:hi - lo]`` := <x_n, m_c> for the rows ``lo:hi`` of X, in float64."""
+    G[:hi - lo] = np.dot(np.asarray(X[lo:hi], dtype=np.float64), centres_t)
 
-    def converted(X, centres_t):
-        # a float32 X: its rows converted to float64 a block at a time (the
+
+@overload(_block_products)
+def _block_products_compiled(X, lo, hi, centres_t, rows, G):
+    if X.dtype == types.float64 and X.layout == "C":
+        def direct(X, lo, hi, centres_t, rows, G):
+            G[:hi - lo] = np.dot(X[lo:hi], centres_t)
+        return direct
+
+    def converted(X, lo, hi, centres_t, rows, G):
+        # float32 (or Fortran-ordered) rows copied into a float64 block: the
         # products NumPy takes of float32 rows and float64 centres, without a
-        # float64 copy of X)
-        n, p = X.shape
-        G = np.empty((n, centres_t.shape[1]))
-        block = np.empty((min(n, _CONVERT_ROWS), p))
-        for lo in range(0, n, _CONVERT_ROWS):
-            hi = min(n, lo + _CONVERT_ROWS)
-            rows = block[:hi - lo]
-            rows[:, :] = X[lo:hi]
-            G[lo:hi] = np.dot(rows, centres_t)
-        return G
+        # float64 copy of X
+        block = rows[:hi - lo]
+        block[:, :] = X[lo:hi]
+        G[:hi - lo] = np.dot(block, centres_t)
 
     return converted
 
 
 @njit(nogil=True, cache=True)
 def _assign(X, sq_norms, centres, w, labels, d2, costs):
-    n = X.shape[0]
+    """Nearest centres, squared distances and costs of every row; whether a
+    label changed."""
+    n, p = X.shape
     C = centres.shape[0]
-    G = _products(X, np.ascontiguousarray(centres.T))
+    centres_t = np.ascontiguousarray(centres.T)
     msq = np.empty(C)
     for c in range(C):
         acc = 0.0
-        for j in range(centres.shape[1]):
+        for j in range(p):
             acc += centres[c, j] * centres[c, j]
         msq[c] = acc
-    for i in range(n):
-        best = np.inf
-        arg = 0
-        for c in range(C):
-            v = msq[c] + sq_norms[i] - 2.0 * G[i, c]
-            if v < 0.0:
-                v = 0.0
-            if v < best:
-                best = v
-                arg = c
-        labels[i] = arg
-        d2[i] = best
-        costs[i] = w[i] * best
+    size = _block_rows(n, p, C)
+    rows = np.empty((size, p))
+    G = np.empty((size, C))
+    changed = False
+    for lo in range(0, n, size):
+        hi = min(n, lo + size)
+        _block_products(X, lo, hi, centres_t, rows, G)
+        for i in range(lo, hi):
+            best = np.inf
+            arg = 0
+            for c in range(C):
+                v = msq[c] + sq_norms[i] - 2.0 * G[i - lo, c]
+                if v < 0.0:
+                    v = 0.0
+                if v < best:
+                    best = v
+                    arg = c
+            if labels[i] != arg:
+                changed = True
+            labels[i] = arg
+            d2[i] = best
+            costs[i] = w[i] * best
+    return changed
 
 
 @njit(nogil=True, cache=True)
@@ -143,7 +164,6 @@ def _kept_cost(costs, trimmed):
 def _steps(X, sq_norms, centres, w, n_trim, max_steps, history):
     n = X.shape[0]
     labels = np.empty(n, dtype=np.int64)
-    previous = np.empty(n, dtype=np.int64)
     trimmed = np.zeros(n, dtype=np.bool_)
     was = np.zeros(n, dtype=np.bool_)
     d2 = np.empty(n)
@@ -152,19 +172,18 @@ def _steps(X, sq_norms, centres, w, n_trim, max_steps, history):
     new = np.empty_like(centres)
     cost = 0.0
     for step in range(max_steps + 1):
-        _assign(X, sq_norms, current, w, labels, d2, costs)
+        moved = _assign(X, sq_norms, current, w, labels, d2, costs)
         _trim(costs, n_trim, trimmed)
         cost = _kept_cost(costs, trimmed)
         history[step] = cost
-        same = step > 0
+        same = step > 0 and not moved
         if same:
             for i in range(n):
-                if labels[i] != previous[i] or trimmed[i] != was[i]:
+                if trimmed[i] != was[i]:
                     same = False
                     break
         if step == max_steps or same:
             return current, cost, step, labels, trimmed, d2
-        previous[:] = labels
         was[:] = trimmed
         _means(X, labels, trimmed, w, current, new)
         current, new = new, current

@@ -148,5 +148,5 @@ def outlier_csr(X, index, ref, shrink, centers, scale, dtype):
         nonzero = data != 0
         np.add.at(counts, index + 1, nonzero.reshape(k, p).sum(axis=1))
         data, indices = data[nonzero], indices[nonzero]
-    return data, indices, np.cumsum(counts)
+    return data, indices, np.cumsum(counts, out=counts)
 

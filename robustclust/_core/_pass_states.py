@@ -70,25 +70,41 @@ def park(state):
             and isinstance(state.outliers, PassOutliers)):
         return state
     o, result = state.outliers, pending[3]
-    kept = {name: result[name] for name in ("labels", "sums", "weights", "objective",
-                                            "costs", "costs_of") if name in result}
+    kept = {name: result[name] for name in ("sums", "weights", "objective", "costs",
+                                            "costs_of") if name in result}
     kept["parked"] = True
     return replace(state, outliers=ParkedOutliers(o.index, o.shrink, o.weights, o.sizes,
                                                    o.shrink_full.shape[0]),
                    pending=pending[:3] + (kept,))
 
 
-def without_costs(state):
-    """A parked state without the l0 costs its last pass kept: a state kept only
-    as a start (a screened start, scored already), whose costs a later reader
-    computes again (:func:`kept_costs` gives None)."""
+def as_start(state):
+    """A parked state kept only as a start of later runs (a screened start, scored
+    already; the count's bracket; a search's best so far): without the l0
+    costs its last pass kept (:func:`kept_costs` then gives None, and a reader
+    computes them again), its labels in the smallest unsigned integer type
+    that holds them (a byte each for up to 256 clusters, not eight), which
+    :func:`full_labels` turns back into intp (``Solver.run`` does for the
+    state it starts from).  Other states are returned as they are."""
     pending = state.pending
-    if not (isinstance(pending, tuple) and len(pending) == 4 and pending[3].get("parked")
-            and pending[3].get("costs") is not None):
+    if not (isinstance(pending, tuple) and len(pending) == 4 and pending[3].get("parked")):
         return state
     kept = {name: value for name, value in pending[3].items()
             if name not in ("costs", "costs_of")}
-    return replace(state, pending=pending[:3] + (kept,))
+    labels = state.labels
+    n_clusters = state.centers.shape[0]
+    if (isinstance(labels, np.ndarray) and labels.dtype == np.intp and labels.size
+            and 0 < n_clusters <= 2**16 and labels.min() >= 0):
+        labels = labels.astype(np.min_scalar_type(n_clusters - 1))
+    return replace(state, labels=labels, pending=pending[:3] + (kept,))
+
+
+def full_labels(state):
+    """``state`` with intp labels where :func:`as_start` made them smaller."""
+    labels = state.labels
+    if isinstance(labels, np.ndarray) and labels.dtype.kind == "u":
+        return replace(state, labels=labels.astype(np.intp))
+    return state
 
 
 class ParkedOutliers(Outliers):

@@ -36,6 +36,11 @@ from .backend import (asarray, bincount, float64, maximum, namespace, onehot, pi
 #: 200,000 x 8 with 64: 0.32x and 0.35x the time of one product per component;
 #: blocks of 2^13 were 3.7x and 0.5x: each product needs rows enough to pay).
 WHITEN_BLOCK_ROWS = 65536
+#: Rows x centres of the block of products :meth:`LinearGeometry.label_sq_norms`
+#: takes at a time (4 MB: the (N, C) products of a whole state are as large
+#: as X when C is about the number of features, benchmarks/bench_memory.py;
+#: blocks of 8,192 rows cost a fit of 300,000 x 4 rows 10-20% in the calls).
+LABEL_BLOCK_ENTRIES = 2**19
 #: Largest N * C for which hard K-means' centre sums use a dense indicator.
 _DENSE_INDICATOR = 2**18
 
@@ -232,6 +237,30 @@ class LinearGeometry:
         M = asarray(centers, xp, like=centers, dtype=float64(xp))
         if metric is None:
             return Products(self._dot(M), M @ M.T, self.sq_norms, xp)
+        return self._metric_products(M, metric)
+
+    def label_sq_norms(self, centers, labels):
+        """||x_n - m_{labels[n]}||^2, (N,): ``products(centers).residual_sq_norms(labels)``
+        in the same arithmetic, the products taken a block of rows at a time
+        (no (N, C) array; NumPy X, else through :meth:`products`)."""
+        if not self.is_numpy:
+            return self.products(centers).residual_sq_norms(labels)
+        M = np.asarray(centers, dtype=np.float64)
+        gram_diag = np.diagonal(M @ M.T)
+        A = np.asarray(M, dtype=self.dtype)
+        out = np.empty(self.n_samples)
+        rows = max(1, LABEL_BLOCK_ENTRIES // max(M.shape[0], 1))
+        for lo in range(0, self.n_samples, rows):
+            hi = min(lo + rows, self.n_samples)
+            cross = np.asarray(safe_sparse_dot(self.X[lo:hi], A.T, dense_output=True),
+                               dtype=np.float64)
+            own = labels[lo:hi]
+            out[lo:hi] = (self.sq_norms[lo:hi] + gram_diag[own]
+                          - 2.0 * cross[np.arange(hi - lo), own])
+        return np.maximum(out, 0.0, out=out)
+
+    def _metric_products(self, M, metric):
+        xp = self.xp
         if metric.kind == "diag":
             p2 = metric.precision_diag(xp, like=M)
             Mw = M * p2

@@ -352,8 +352,7 @@ class KMeansModel:
         """max_n ||r_n|| (group) or max_{n,j} |r_nj| (elementwise) at ``state``."""
         W = self.state_weights(solver, state)
         if penalty.row_sparse:
-            products = solver.products_of(state)
-            return math.sqrt(float(solver.xp.max(products.residual_sq_norms(W))))
+            return math.sqrt(float(solver.xp.max(solver.residual_sq_norms(state, W))))
         residuals = solver.residual_rows(state.centers, W)
         best = 0.0
         n = solver.geometry.n_samples
@@ -371,7 +370,7 @@ class KMeansModel:
         W = self.state_weights(solver, state)
         prev = solver.dense(state.outliers)
         if penalty.row_sparse:
-            norms = solver.xp.sqrt(solver.products_of(state).residual_sq_norms(W))
+            norms = solver.xp.sqrt(solver.residual_sq_norms(state, W))
             return penalty.critical_lambdas(norms, prev.sizes_full)
         # entry-wise: flagged when any entry passes its threshold
         residuals = solver.residual_rows(state.centers, W)

@@ -322,7 +322,7 @@ def threshold_outliers(sq_distances, labels, flagged, back=None):
 
     back = back or (lambda values: values)
     d = refined_scores(sq_distances, flagged)
-    labels = np.asarray(labels).astype(np.int64)
+    labels = np.asarray(labels).astype(np.int64, copy=False)
     index = np.flatnonzero(flagged).astype(np.int64)
     return Outliers(back(index), shrink=back(np.ones(index.size)),
                     weights=back(labels[index]), sizes=back(d[index]),
@@ -385,7 +385,10 @@ def refine_fit(problem, state, fixed=None):
     # the steps run on the host in float64 (sparse products need one dtype);
     # their results go back to the data's array namespace
     X = g.X if g.is_numpy else to_numpy(g.X, xp)
-    space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64))
+    # the geometry's squared norms are those of these rows (float64 X)
+    norms = g.sq_norms if g.is_numpy and X.dtype == np.float64 else None
+    space = PointSpace(X if X.dtype == np.float64 else X.astype(np.float64),
+                       sq_norms=None if norms is None else np.asarray(norms, dtype=np.float64))
     w = np.asarray(solver.to_host(solver.sample_weight), dtype=np.float64)
     best = None
     starts = problem.inits if state is None else [state.centers, *problem.inits]
@@ -421,7 +424,7 @@ def fixed_outlier_state(solver, best, state=None, flagged=None):
     flagged = best.trimmed if flagged is None else flagged
     centres = solver.geometry_dtype(back(best.centres))
     outliers = threshold_outliers(best.sq_distances, best.labels, flagged, back)
-    labels = best.labels.astype(np.int64)
+    labels = best.labels.astype(np.int64, copy=False)  # shared with the outliers' own
     costs = np.where(flagged, 0.0, best.sq_distances)
     if state is None:
         history, n_iter, converged = list(best.history), best.steps, True

@@ -9,8 +9,9 @@ it:
 * ``solver.lambda_max(state)``: the smallest lam that flags nothing;
 * ``solver.trimmed_cost(state, s)``: the l0 cost of eq. (3) with s outliers;
 * ``solver.default_lambda(state)``: the data-driven lam at a state;
-* ``solver.as_start(state)`` (optional): a state kept only to start runs
-  from, lighter (:func:`as_start`);
+* ``solver.as_start(state)`` and ``solver.as_answer(state)`` (optional): a
+  state kept only to start runs from, lighter (:func:`as_start`), and such a
+  state in its full form again, as a search returns it (:func:`as_answer`);
 * ``solver.zero_lambda_ok``: whether lam = 0 is a problem worth solving.
 """
 
@@ -34,6 +35,13 @@ def as_start(solver, state):
     else ``state``."""
     lighter = getattr(solver, "as_start", None)
     return state if lighter is None else lighter(state)
+
+
+def as_answer(solver, state):
+    """A state kept by :func:`as_start` in its full form (``solver.as_answer``
+    where the solver has it, else ``state``): what a search returns."""
+    whole = getattr(solver, "as_answer", None)
+    return state if whole is None else whole(state)
 
 
 def fit_at(solver, state, lam, weighted):
@@ -249,6 +257,12 @@ class CountSearch:
         return self.solve(lam, hi, self.tol)
 
     def finish(self, lam, state):
+        """The search's answer at the solver's own tolerance, in its full form
+        (:func:`as_answer`): see :meth:`_finish`."""
+        lam, state = self._finish(lam, state)
+        return lam, as_answer(self.solver, state)
+
+    def _finish(self, lam, state):
         """The search's answer at the solver's own tolerance.
 
         The intermediate evaluations stop at a looser tolerance; the answer
@@ -266,6 +280,7 @@ class CountSearch:
                                state.n_iter + final.n_iter, final.converged)
         if final.n_outliers == self.s:
             return lam, final
+        final = as_start(self.solver, final)  # not held whole through the search
         # not exact: the search as it was before the loose stage, at full
         # tolerance and bisecting down to rtol (a jump seen at the loose
         # tolerance may not be one at the full tolerance)
@@ -277,9 +292,13 @@ class CountSearch:
 
     def _seen(self, lam, state):
         gap = abs(state.n_outliers - self.s)
-        if self.best is None or gap < abs(self.best[1].n_outliers - self.s):
+        if gap and (self.best is None or gap < abs(self.best[1].n_outliers - self.s)):
+            # kept as a start (an answer only when no evaluation hits s: its
+            # costs, for the report, are then computed again)
+            self.best = (lam, as_start(self.solver, state))
+        elif not gap:
             self.best = (lam, state)
-        return state.n_outliers == self.s
+        return not gap
 
     def _read(self, state):
         return lambda_for_count(self.solver.critical_lambdas(state, self.weighted), self.s,
@@ -333,6 +352,7 @@ class CountSearch:
             if settle and hi is not None and lo is not None and round_ >= rounds // 2:
                 break
             lam = self._read(new)
+            new = None  # its per-point costs are not held through the next evaluation
             if self.weighted and lam is not None:
                 lam = self._within_step(lam, hi, lo)
         return None, hi, lo
@@ -357,8 +377,7 @@ class CountSearch:
     def _bracket(self, hi, lo, lam, new):
         """(hi, lo) narrowed by an evaluation: hi the smallest lam flagging fewer
         than s, lo the largest flagging more."""
-        # the bracket's states are starts of later evaluations (the best one
-        # seen, kept whole by _seen, answers)
+        # the bracket's states are starts of later evaluations
         if new.n_outliers < self.s:
             hi = (lam, as_start(self.solver, new)) if hi is None or lam < hi[0] else hi
         else:
@@ -419,6 +438,7 @@ class CountSearch:
                 hi = (mid, as_start(self.solver, state))
             else:
                 lo = (mid, as_start(self.solver, state))
+            state = None  # its per-point costs are not held through the next evaluation
         return self.best
 
 

@@ -162,7 +162,16 @@ class Solver:
 
     def label_distances(self, state):
         """||x_n - m_{label_n}||^2 for every point."""
-        return self.products_of(state).residual_sq_norms(state.labels)
+        return self.residual_sq_norms(state, state.labels)
+
+    def residual_sq_norms(self, state, W):
+        """The residual norms of eq. (12) at the state's centres, (N,): through its
+        products; for hard labels in the Euclidean norm, when no pass kept them,
+        through the products with each row's own centre (no (N, C) array)."""
+        if (state.products is None and W.ndim == 1 and state.covariance is None
+                and hasattr(self.geometry, "label_sq_norms")):
+            return self.geometry.label_sq_norms(state.centers, W)
+        return self.products_of(state).residual_sq_norms(W)
 
     def dense(self, outliers):
         """``outliers`` with their per-point vectors (filled in for the compiled pass's)."""
@@ -247,6 +256,7 @@ class Solver:
         if settle not in ("fit", "centres"):
             raise ValueError(f"settle must be 'fit' or 'centres', got {settle!r}.")
         lam = float(lam)
+        state = _pass_states.full_labels(state)  # a start kept by as_start
         max_iter = self.max_iter if max_iter is None else min(max_iter, self.max_iter)
         tol = self.tol if tol is None else tol
         penalty = self.log_penalty if weighted else self.penalty
@@ -339,8 +349,14 @@ class Solver:
 
     def as_start(self, state):
         """``state`` kept only to start later runs from: the per-point costs it
-        holds for reports dropped (the compiled pass's; others as they are)."""
-        return _pass_states.without_costs(state)
+        holds for reports dropped and its labels made small (the compiled
+        pass's, :func:`~robustclust._core._pass_states.as_start`; others as
+        they are).  :meth:`as_answer` and :meth:`run` undo it."""
+        return _pass_states.as_start(state)
+
+    def as_answer(self, state):
+        """A state a search returns: one kept by :meth:`as_start` in its full form."""
+        return _pass_states.full_labels(state)
 
     def trimmed_cost(self, state, n_trim):
         """The l0-constrained cost of eq. (3) at the state's parameters.

@@ -25,7 +25,7 @@ MEANS_BLOCK_ENTRIES = 2**20
 class PointSpace:
     """Squared Euclidean distances of the rows of X (NumPy array or CSR matrix)."""
 
-    def __init__(self, X, compiled=None):
+    def __init__(self, X, compiled=None, sq_norms=None):
         # sparse products need one dtype on both sides, and the centres are float64
         self.X = X.astype(np.float64) if sp.issparse(X) and X.dtype != np.float64 else X
         #: the data for the compiled concentration steps (dense float64 or
@@ -37,7 +37,9 @@ class PointSpace:
         #: enough for them to pay, ``compiled.worth``; a sample of a larger data
         #: set, whose fit runs them anyway, may say so)
         self.compiled = worth(self.n_samples) if compiled is None else bool(compiled)
-        self.sq_norms = row_norms(X, squared=True).astype(np.float64, copy=False)
+        #: ||x_n||^2, float64 (``sq_norms``: computed already by the caller)
+        self.sq_norms = (row_norms(X, squared=True).astype(np.float64, copy=False)
+                         if sq_norms is None else sq_norms)
 
     def point_distances(self, index):
         """||x_i - x_n||^2 for the points ``index``, (len(index), N)."""

@@ -566,9 +566,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         self.cluster_centers_ = _as_dtype(problem.user_centers(state), dtype)
         if state.memberships is None:
             # hard: the 0/1 matrix is built from the labels when first read
-            # (an N x C array as large as X at p = C, which a fit needs no more)
-            self._hard_memberships = (np.array(to_numpy(state.labels, g.xp), dtype=np.intp),
-                                      self.n_clusters, dtype)
+            # (an N x C array as large as X at p = C, which a fit needs no more);
+            # labels_ holds every label but the flagged points' own (-1 there)
+            index = self.outlier_indices_
+            own = np.asarray(to_numpy(state.labels, g.xp)[to_numpy(index, np)], dtype=np.intp)
+            self._hard_memberships = (index, own, self.n_clusters, dtype)
             self.__dict__.pop("_memberships", None)
             self.__dict__.pop("memberships_", None)
         else:
@@ -608,7 +610,12 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             if hard is None:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute "
                                      "'memberships_'")
-            labels, n_clusters, dtype = hard
+            if len(hard) == 3:  # an estimator pickled before the labels were shared
+                labels, n_clusters, dtype = hard
+            else:
+                index, own, n_clusters, dtype = hard
+                labels = np.array(self.labels_, dtype=np.intp)
+                labels[index] = own
             U = np.zeros((labels.shape[0], n_clusters), dtype=dtype)
             U[np.arange(labels.shape[0]), labels] = 1
             self.__dict__["_memberships"] = U
