@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from robustclust import RobustKMeans, load_model, save_model
 from robustclust._core import _concentration
-from robustclust._core.refine import (concentration_steps, refine,
+from robustclust._core.refine import (concentration_steps, continued, refine,
                                       separating_critical_lambda, separating_lambda)
 from robustclust._core.selection import OutlierCountWarning
 from robustclust._core.spaces import PointSpace
@@ -356,3 +356,52 @@ def test_distances_that_differ_past_their_rounding_are_no_tie():
         model = RobustKMeans(3, n_outliers=15, n_init=1, init="k-means++",
                              random_state=5553).fit(X)
     assert_fixed_point(model, X, 15)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_steps_continued_from_a_capped_refinement_are_the_uninterrupted_ones(compiled):
+    # a screened candidate stopped at its cap runs on exactly as if it had not
+    # stopped: the same fixed point, history and step count
+    X = make_blobs_with_outliers(n_outliers=60, n_per_cluster=700, random_state=2).X
+    space = PointSpace(X, compiled=compiled)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, len(X))
+    centres = X[[0, 1000, 2000, 2500]] + 0.3
+    whole = refine(space, centres, w, 60)
+    assert whole.settled and whole.steps > 4
+    capped = refine(space, centres, w, 60, max_steps=3)
+    assert not capped.settled and capped.steps == 3
+    again = continued(space, capped, w, 60)
+    assert again.steps == whole.steps and again.settled
+    assert again.history == whole.history
+    np.testing.assert_array_equal(again.centres, whole.centres)
+    np.testing.assert_array_equal(again.labels, whole.labels)
+    np.testing.assert_array_equal(again.trimmed, whole.trimmed)
+    assert continued(space, whole, w, 60) is whole
+
+
+def test_the_refinement_runs_on_the_candidate_of_smallest_screened_cost(monkeypatch):
+    # every candidate gets REFINE_SCREEN_STEPS steps, only the best one more
+    from robustclust._core import refine as refine_module
+
+    calls = []
+    real = refine_module.refine
+
+    def recorded(space, centres, w, s, max_steps=refine_module.REFINE_MAX_STEPS, fixed=None):
+        result = real(space, centres, w, s, max_steps=max_steps, fixed=fixed)
+        calls.append((max_steps, np.array(centres), result))
+        return result
+
+    monkeypatch.setattr(refine_module, "refine", recorded)
+    monkeypatch.setattr(refine_module, "REFINE_SCREEN_STEPS", 1)
+    X = make_blobs_with_outliers(n_outliers=40, n_per_cluster=500, random_state=3).X
+    model = RobustKMeans(4, n_outliers=40, n_init=3, random_state=0).fit(X)
+    screens = [result for steps, _, result in calls if steps == 1]
+    assert len(screens) >= 3  # the fitted centres and the starts
+    best = min(screens, key=lambda r: r.cost)
+    rest = [(steps, start) for steps, start, _ in calls if steps != 1]
+    assert not best.settled  # one step settles nothing here: the best one runs on
+    assert len(rest) == 1 and rest[0][0] == refine_module.REFINE_MAX_STEPS - 1
+    np.testing.assert_array_equal(rest[0][1], best.centres)
+    final = calls[-1][2]
+    assert final.settled
+    assert len(model.refine_history_) == 1 + best.steps + final.steps
