@@ -137,6 +137,10 @@ def check(name):
         for attr in ("outlier_mask_", "labels_"):
             assert on_device(getattr(got, attr)), (label, attr)
             assert np.array_equal(to_np(getattr(got, attr)), getattr(ref, attr)), (label, attr)
+        if getattr(ref, "_hard_memberships", None) is not None:  # built when first read
+            U = got.memberships_
+            assert np.array_equal(U if isinstance(U, np.ndarray) else to_np(U),
+                                  ref.memberships_), (label, "memberships_")
         a, b = getattr(ref, centres), to_np(getattr(got, centres))
         assert np.max(np.abs(a - b)) <= rtol * max(1.0, np.max(np.abs(a))), \
             (label, "centres differ by", np.max(np.abs(a - b)), "iterations", ref.n_iter_,

@@ -567,10 +567,11 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         if state.memberships is None:
             # hard: the 0/1 matrix is built from the labels when first read
             # (an N x C array as large as X at p = C, which a fit needs no more);
-            # labels_ holds every label but the flagged points' own (-1 there)
+            # labels_ (NumPy here; shared, not copied) holds every label but the
+            # flagged points' own (-1 there)
             index = self.outlier_indices_
-            own = np.asarray(to_numpy(state.labels, g.xp)[to_numpy(index, np)], dtype=np.intp)
-            self._hard_memberships = (index, own, self.n_clusters, dtype)
+            own = np.asarray(to_numpy(state.labels, g.xp)[index], dtype=np.intp)
+            self._hard_memberships = (self.labels_, index, own, self.n_clusters, dtype)
             self.__dict__.pop("_memberships", None)
             self.__dict__.pop("memberships_", None)
         else:
@@ -613,8 +614,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             if len(hard) == 3:  # an estimator pickled before the labels were shared
                 labels, n_clusters, dtype = hard
             else:
-                index, own, n_clusters, dtype = hard
-                labels = np.array(self.labels_, dtype=np.intp)
+                shared, index, own, n_clusters, dtype = hard
+                labels = np.array(shared, dtype=np.intp)
                 labels[index] = own
             U = np.zeros((labels.shape[0], n_clusters), dtype=dtype)
             U[np.arange(labels.shape[0]), labels] = 1
