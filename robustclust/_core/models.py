@@ -53,8 +53,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import _pass_states
-from .backend import (asarray, bincount, colsum, device, flatnonzero, logsumexp, maximum, minimum, pick,
-                      take, where)
+from .backend import (asarray, bincount, colsum, device, flatnonzero, float64, logsumexp, maximum,
+                      minimum, pick, take, where)
 from .covariance import Covariance, bound_covariance, consistency_factor
 from .geometry import Assignment
 from .penalties import outlier_step, penalty_values
@@ -80,17 +80,10 @@ def fuzzy_memberships(costs, q, xp=np):
     to the hard rule of eq. (15)); a row with a zero cost shares its mass
     between its zero-cost clusters.
     """
-    if xp is np:
-        costs = np.asarray(costs, dtype=np.float64)
-        cmin = costs.min(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(cmin > 0, cmin / costs, (costs == 0).astype(np.float64))
-        u = ratio ** (1.0 / (q - 1.0))
-        u /= u.sum(axis=1, keepdims=True)
-        return u
+    costs = xp.astype(xp.asarray(costs), float64(xp), copy=False)
     cmin = xp.min(costs, axis=1, keepdims=True)
-    safe = where(costs > 0, costs, 1.0, xp)
-    ratio = where(cmin > 0, cmin / safe, xp.astype(costs == 0, xp.float64), xp)
+    safe = where(costs > 0, costs, 1.0, xp)  # a zero cost's ratio is not cmin / 0
+    ratio = where(cmin > 0, cmin / safe, xp.astype(costs == 0, float64(xp)), xp)
     u = ratio ** (1.0 / (q - 1.0))
     return u / xp.sum(u, axis=1, keepdims=True)
 
@@ -112,11 +105,6 @@ def worst_fitting_inliers(point_costs, outlier_mask, k, xp=np):
 
 def _divide_rows(sums, totals, fallback, xp):
     """sums / totals row by row; rows with total <= 0 keep ``fallback``."""
-    if xp is np:
-        if bool((totals > 0).all()):  # the usual case, without the errstate context
-            return sums / totals[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(totals[:, None] > 0, sums / totals[:, None], fallback)
     safe = where(totals > 0, totals, 1.0, xp)
     return where(totals[:, None] > 0, sums / safe[:, None], xp.astype(fallback, sums.dtype), xp)
 

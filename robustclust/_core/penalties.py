@@ -117,10 +117,6 @@ class GroupPenalty:
     def shrink(norms, tau, xp=np):
         """Group soft-threshold factors [1 - tau / ||r||]_+ of eq. (11) for rows of
         norms ``norms`` (any norm: the mixture passes Mahalanobis norms)."""
-        if xp is np:
-            tau = np.broadcast_to(tau, norms.shape)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(norms > tau, 1.0 - tau / norms, 0.0)
         safe = where(norms > 0, norms, 1.0, xp)
         return where(norms > tau, 1.0 - tau / safe, 0.0, xp)
 

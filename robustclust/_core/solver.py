@@ -466,13 +466,6 @@ def _same_assignment(old, new, xp):
     a, b = old.outliers, new.outliers
     if a.count != b.count:
         return False
-    if xp is np:
-        same = (np.array_equal(a.index, b.index)
-                and np.allclose(a.sizes, b.sizes, rtol=1e-12, atol=0)
-                and np.array_equal(old.labels, new.labels)
-                and (old.memberships is None
-                     or np.allclose(old.memberships, new.memberships, rtol=0, atol=1e-12)))
-        return bool(same)
     same = (bool(xp.all(a.index == b.index))
             and bool(xp.all(xp.abs(a.sizes - b.sizes) <= 1e-12 * xp.abs(b.sizes)))
             and bool(xp.all(old.labels == new.labels))
