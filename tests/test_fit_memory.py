@@ -158,6 +158,19 @@ def test_states_kept_in_k_row_form_change_no_result(monkeypatch, params):
     assert_array_equal(parked.memberships_, whole.memberships_)
 
 
+def test_hard_memberships_do_not_follow_a_changed_labels_array():
+    # memberships_ is built when first read, from labels of the fit's own
+    # (labels_, which fit_predict returns, is the user's to change)
+    X = far_blobs(3000)
+    want = RobustKMeans(4, n_outliers=30, random_state=0).fit(X).memberships_
+    model = RobustKMeans(4, n_outliers=30, random_state=0)
+    labels = model.fit_predict(X)
+    labels[labels == 2] = 7
+    labels[labels == 0] = 1
+    assert_array_equal(model.memberships_, want)
+    assert want.sum(axis=1).min() == 1
+
+
 def test_a_start_keeps_byte_labels_and_a_run_from_it_reads_them_whole():
     X = far_blobs(3000)
     model = RobustKMeans(4, n_outliers=30, random_state=0).fit(X)

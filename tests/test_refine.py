@@ -377,10 +377,15 @@ def test_steps_continued_from_a_capped_refinement_are_the_uninterrupted_ones(com
     np.testing.assert_array_equal(again.labels, whole.labels)
     np.testing.assert_array_equal(again.trimmed, whole.trimmed)
     assert continued(space, whole, w, 60) is whole
+    # a fixed point reached at the very step of the cap is one (no step more)
+    exact = refine(space, centres, w, 60, max_steps=whole.steps)
+    assert exact.settled and exact.history == whole.history
+    assert continued(space, exact, w, 60) is exact
 
 
 def test_the_refinement_runs_on_the_candidate_of_smallest_screened_cost(monkeypatch):
-    # every candidate gets REFINE_SCREEN_STEPS steps, only the best one more
+    # every candidate gets REFINE_SCREEN_STEPS steps, only the one of smallest
+    # cost then more
     from robustclust._core import refine as refine_module
 
     calls = []
@@ -392,16 +397,17 @@ def test_the_refinement_runs_on_the_candidate_of_smallest_screened_cost(monkeypa
         return result
 
     monkeypatch.setattr(refine_module, "refine", recorded)
-    monkeypatch.setattr(refine_module, "REFINE_SCREEN_STEPS", 1)
+    # a screen of no step: each candidate scored at its start (never settled)
+    monkeypatch.setattr(refine_module, "REFINE_SCREEN_STEPS", 0)
     X = make_blobs_with_outliers(n_outliers=40, n_per_cluster=500, random_state=3).X
     model = RobustKMeans(4, n_outliers=40, n_init=3, random_state=0).fit(X)
-    screens = [result for steps, _, result in calls if steps == 1]
+    screens = [result for steps, _, result in calls if steps == 0]
     assert len(screens) >= 3  # the fitted centres and the starts
+    assert not any(r.settled for r in screens)
     best = min(screens, key=lambda r: r.cost)
-    rest = [(steps, start) for steps, start, _ in calls if steps != 1]
-    assert not best.settled  # one step settles nothing here: the best one runs on
-    assert len(rest) == 1 and rest[0][0] == refine_module.REFINE_MAX_STEPS - 1
+    rest = [(steps, start) for steps, start, _ in calls if steps != 0]
+    assert len(rest) == 1 and rest[0][0] == refine_module.REFINE_MAX_STEPS
     np.testing.assert_array_equal(rest[0][1], best.centres)
     final = calls[-1][2]
-    assert final.settled
-    assert len(model.refine_history_) == 1 + best.steps + final.steps
+    assert final.settled and final.steps > 0
+    assert len(model.refine_history_) == 1 + final.steps

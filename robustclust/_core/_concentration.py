@@ -183,29 +183,32 @@ def _steps(X, sq_norms, centres, w, n_trim, max_steps, history):
                     same = False
                     break
         if step == max_steps or same:
-            return current, cost, step, labels, trimmed, d2
+            return current, cost, step, labels, trimmed, d2, same
         was[:] = trimmed
         _means(X, labels, trimmed, w, current, new)
         current, new = new, current
-    return current, cost, max_steps, labels, trimmed, d2  # pragma: no cover
+    return current, cost, max_steps, labels, trimmed, d2, False  # pragma: no cover
 
 
 def concentration_steps_dense(X, sq_norms, centres, sample_weight, n_trim, max_steps):
     """Concentration steps from ``centres`` on a dense float64 or float32 X, compiled.
 
-    Returns (centres, cost, steps, history, labels, trimmed, sq_distances):
-    the centres at which the last step assigned, the l0 cost there, the
-    number of steps taken, the cost at the centres of every step, and the
+    Returns (centres, cost, steps, history, labels, trimmed, sq_distances,
+    settled): the centres at which the last step assigned, the l0 cost there,
+    the number of steps taken, the cost at the centres of every step, the
     last assignment (nearest centre, trimmed mask, squared distance to the
-    nearest centre).  See :func:`robustclust._core.refine.concentration_steps`.
+    nearest centre), and whether the labels and the kept set repeated (a
+    fixed point; else the steps stopped at ``max_steps``).  See
+    :func:`robustclust._core.refine.concentration_steps`.
     """
     history = np.empty(max_steps + 1)
     if not (X.dtype in (np.float64, np.float32)
             and (X.flags.c_contiguous or X.flags.f_contiguous)):
         X = np.ascontiguousarray(X, dtype=np.float64)
-    centres, cost, steps, labels, trimmed, d2 = _steps(
+    centres, cost, steps, labels, trimmed, d2, settled = _steps(
         X, np.asarray(sq_norms, dtype=np.float64),
         np.ascontiguousarray(centres, dtype=np.float64),
         np.ascontiguousarray(sample_weight, dtype=np.float64), int(n_trim), int(max_steps),
         history)
-    return centres, float(cost), int(steps), history[:steps + 1].tolist(), labels, trimmed, d2
+    return (centres, float(cost), int(steps), history[:steps + 1].tolist(), labels, trimmed,
+            d2, bool(settled))

@@ -241,8 +241,10 @@ class LinearGeometry:
 
     def label_sq_norms(self, centers, labels):
         """||x_n - m_{labels[n]}||^2, (N,): ``products(centers).residual_sq_norms(labels)``
-        in the same arithmetic, the products taken a block of rows at a time
-        (no (N, C) array; NumPy X, else through :meth:`products`)."""
+        by the same formula, the products taken a block of rows at a time (no
+        (N, C) array; NumPy X, else through :meth:`products`).  Equal to
+        rounding: BLAS may sum a block's products in another order than the
+        whole product's (seen with one centre)."""
         if not self.is_numpy:
             return self.products(centers).residual_sq_norms(labels)
         M = np.asarray(centers, dtype=np.float64)

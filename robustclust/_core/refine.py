@@ -102,23 +102,31 @@ def concentration_steps(space, centres, sample_weight, n_trim, max_steps, by_wei
     at the centres of every step (non-increasing).  ``by_weight``: see
     :func:`assign_and_trim`.
     """
+    return _steps(space, centres, sample_weight, n_trim, max_steps, by_weight)[:4]
+
+
+def _steps(space, centres, sample_weight, n_trim, max_steps, by_weight=False):
+    """:func:`concentration_steps` and whether they stopped at a fixed point (the
+    labels and the kept set repeated) rather than at ``max_steps``."""
     w = np.asarray(sample_weight, dtype=np.float64)
     dense = compiled_space(space)
     if dense is not None and not by_weight:
-        centres, cost, steps, history, _, _, _ = _concentration.concentration_steps_dense(
-            dense, space.sq_norms, centres, w, n_trim, max_steps)
-        return centres, cost, steps, history
+        centres, cost, steps, history, _, _, _, settled = \
+            _concentration.concentration_steps_dense(dense, space.sq_norms, centres, w,
+                                                     n_trim, max_steps)
+        return centres, cost, steps, history, settled
     previous = None
     history = []
     for step in range(max_steps + 1):
         new, labels, trimmed, cost = concentration_step(space, centres, w, n_trim, by_weight)
         history.append(cost)
-        if step == max_steps or (previous is not None and np.array_equal(previous[0], labels)
-                                 and np.array_equal(previous[1], trimmed)):
-            return centres, cost, step, history
+        settled = (previous is not None and np.array_equal(previous[0], labels)
+                   and np.array_equal(previous[1], trimmed))
+        if step == max_steps or settled:
+            return centres, cost, step, history, settled
         previous = (labels, trimmed)
         centres = new
-    return centres, cost, max_steps, history  # pragma: no cover - the loop returns
+    return centres, cost, max_steps, history, False  # pragma: no cover - the loop returns
 
 
 def compiled_space(space):
@@ -147,8 +155,8 @@ class Refined:
         Cost after each step, starting with that of the starting centres.
     steps : int
     settled : bool
-        Whether the labels and the kept set repeated (a fixed point) before
-        the step cap.
+        Whether the steps stopped because the labels and the kept set
+        repeated (a fixed point), not at their cap.
     """
 
     centres: np.ndarray
@@ -188,15 +196,15 @@ def refine(space, centres, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fi
     if fixed is not None:  # the fixed points weigh nothing, and none is trimmed
         w, n_trim = np.where(fixed, 0.0, w), 0
     if compiled_space(space) is not None:
-        centres, cost, steps, history, labels, trimmed, d2 = \
+        centres, cost, steps, history, labels, trimmed, d2, settled = \
             _concentration.concentration_steps_dense(space.dense, space.sq_norms, centres, w,
                                                      n_trim, max_steps)
     else:
-        centres, _, steps, history = concentration_steps(space, centres, w, n_trim, max_steps)
+        centres, _, steps, history, settled = _steps(space, centres, w, n_trim, max_steps)
         labels, trimmed, d2, cost = assign_and_trim(space, centres, w, n_trim)
     if fixed is not None:
         trimmed = np.asarray(fixed, dtype=bool)
-    return Refined(centres, labels, trimmed, d2, cost, history, steps, steps < max_steps)
+    return Refined(centres, labels, trimmed, d2, cost, history, steps, settled)
 
 
 def continued(space, refined, sample_weight, n_trim, max_steps=REFINE_MAX_STEPS, fixed=None):

@@ -567,11 +567,12 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
         if state.memberships is None:
             # hard: the 0/1 matrix is built from the labels when first read
             # (an N x C array as large as X at p = C, which a fit needs no more);
-            # labels_ (NumPy here; shared, not copied) holds every label but the
-            # flagged points' own (-1 there)
-            index = self.outlier_indices_
-            own = np.asarray(to_numpy(state.labels, g.xp)[index], dtype=np.intp)
-            self._hard_memberships = (self.labels_, index, own, self.n_clusters, dtype)
+            # the labels are kept apart from labels_ (which a user may change),
+            # in the smallest type that holds them: a byte each up to 256 clusters
+            labels = np.asarray(to_numpy(state.labels, g.xp))
+            small = (np.min_scalar_type(self.n_clusters - 1)
+                     if labels.size and labels.min() >= 0 else np.intp)
+            self._hard_memberships = (labels.astype(small), self.n_clusters, dtype)
             self.__dict__.pop("_memberships", None)
             self.__dict__.pop("memberships_", None)
         else:
@@ -611,12 +612,8 @@ class RobustKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMix
             if hard is None:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute "
                                      "'memberships_'")
-            if len(hard) == 3:  # an estimator pickled before the labels were shared
-                labels, n_clusters, dtype = hard
-            else:
-                shared, index, own, n_clusters, dtype = hard
-                labels = np.array(shared, dtype=np.intp)
-                labels[index] = own
+            labels, n_clusters, dtype = hard
+            labels = labels.astype(np.intp, copy=False)
             U = np.zeros((labels.shape[0], n_clusters), dtype=dtype)
             U[np.arange(labels.shape[0]), labels] = 1
             self.__dict__["_memberships"] = U
